@@ -1,0 +1,269 @@
+"""OperatorName, Argument, Return and FunctionSchema: frozen, validated models."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import field_validator, model_validator
+
+from customop.exceptions import SchemaError
+from customop.schema._base import Frozen
+from customop.schema._defaults import Default, format_default, require_default_fits
+from customop.schema._printer import PrintStyle, format_schema
+from customop.schema._types import (
+    AliasInfo,
+    BaseType,
+    ListType,
+    OptionalType,
+    SchemaType,
+    is_identifier,
+)
+
+__all__ = [
+    "Argument",
+    "FunctionSchema",
+    "OperatorName",
+    "Return",
+    "TensorKind",
+    "check_overload_name",
+    "tensor_kind",
+]
+
+#: How an argument carries tensors, for computing dispatch keys.
+TensorKind = Literal["tensor", "optional", "list", "optional_list"]
+
+
+def check_overload_name(overload: str) -> str | None:
+    """Why ``overload`` is not a legal overload name, or None."""
+    if overload == "default":
+        return "'default' names the overload-less op (ns::name) and cannot be an overload name"
+    if overload.startswith("__"):
+        return "overload names starting with '__' are reserved for Python attributes"
+    if overload and not is_identifier(overload):
+        return "an overload name must be an identifier"
+    return None
+
+
+class OperatorName(Frozen):
+    """``ns::name.overload``; ``namespace`` may be empty for class methods, ``overload`` for the default."""
+
+    namespace: str = ""
+    name: str
+    overload: str = ""
+
+    @field_validator("namespace")
+    @classmethod
+    def _check_namespace(cls, ns: str) -> str:
+        if ns and not is_identifier(ns):
+            raise SchemaError(
+                f"OperatorName: namespace {ns!r} is not an identifier. "
+                "Use letters, digits and underscores, like 'mylib'."
+            )
+        return ns
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, name: str) -> str:
+        if not is_identifier(name):
+            raise SchemaError(
+                f"OperatorName: name {name!r} is not an identifier. "
+                "Use letters, digits and underscores, like 'my_op'."
+            )
+        return name
+
+    @field_validator("overload")
+    @classmethod
+    def _check_overload(cls, overload: str) -> str:
+        problem = check_overload_name(overload)
+        if problem:
+            raise SchemaError(f"OperatorName: overload {overload!r} is illegal: {problem}.")
+        return overload
+
+    @property
+    def qualified_name(self) -> str:
+        """``ns::name`` (no overload)."""
+        return f"{self.namespace}::{self.name}" if self.namespace else self.name
+
+    def __str__(self) -> str:
+        base = self.qualified_name
+        return f"{base}.{self.overload}" if self.overload else base
+
+
+def tensor_kind(tp: SchemaType) -> TensorKind | None:
+    """Whether, and how, an argument of type ``tp`` carries tensors."""
+    optional = isinstance(tp, OptionalType)
+    inner = tp.elem if isinstance(tp, OptionalType) else tp
+    if isinstance(inner, BaseType) and inner.name == "Tensor":
+        return "optional" if optional else "tensor"
+    if isinstance(inner, ListType):
+        elem = inner.elem
+        if isinstance(elem, OptionalType):
+            elem = elem.elem
+        if isinstance(elem, BaseType) and elem.name == "Tensor":
+            return "optional_list" if isinstance(inner.elem, OptionalType) or optional else "list"
+    return None
+
+
+def _outer_alias(tp: SchemaType) -> AliasInfo | None:
+    inner = tp.elem if isinstance(tp, OptionalType) else tp
+    return getattr(inner, "alias", None)
+
+
+def _writes(tp: SchemaType) -> bool:
+    alias = getattr(tp, "alias", None)
+    if alias is not None and alias.is_write:
+        return True
+    children = [getattr(tp, f) for f in ("elem", "key", "value") if hasattr(tp, f)]
+    children += list(getattr(tp, "elems", ()))
+    return any(_writes(child) for child in children)
+
+
+class Argument(Frozen):
+    """One argument: type, name, optional default, and whether it is keyword-only."""
+
+    name: str
+    type: SchemaType
+    default: Default | None = None
+    kwarg_only: bool = False
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, name: str) -> str:
+        if not is_identifier(name):
+            raise SchemaError(
+                f"Argument: name {name!r} is not an identifier. "
+                "Argument names use letters, digits and underscores."
+            )
+        return name
+
+    @model_validator(mode="after")
+    def _check_default(self) -> Argument:
+        if self.default is not None:
+            require_default_fits(self.default.value, self.type, f"Argument {self.name!r}")
+        return self
+
+    @property
+    def alias_info(self) -> AliasInfo | None:
+        """The alias annotation on the argument's outer type (under any ``?``)."""
+        return _outer_alias(self.type)
+
+    @property
+    def is_write(self) -> bool:
+        """True when the op may mutate this argument (a ``!`` anywhere in its type)."""
+        return _writes(self.type)
+
+    @property
+    def tensor_kind(self) -> TensorKind | None:
+        return tensor_kind(self.type)
+
+    def format(self, style: PrintStyle = "canonical") -> str:
+        text = f"{self.type.format(style)} {self.name}"
+        if self.default is None:
+            return text
+        if style == "source":
+            return f"{text}={self.default.spelling}"
+        return f"{text}={format_default(self.default, self.type)}"
+
+    def __str__(self) -> str:
+        return self.format()
+
+
+class Return(Frozen):
+    """One return value: a type and an optional name."""
+
+    name: str | None = None
+    type: SchemaType
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, name: str | None) -> str | None:
+        if name is not None and not is_identifier(name):
+            raise SchemaError(f"Return: name {name!r} is not an identifier.")
+        return name
+
+    @property
+    def alias_info(self) -> AliasInfo | None:
+        return _outer_alias(self.type)
+
+    def __str__(self) -> str:
+        return f"{self.type} {self.name}" if self.name else str(self.type)
+
+
+def check_arguments(arguments: tuple[Argument, ...]) -> str | None:
+    """Why the argument list breaks an invariant, or None."""
+    seen: set[str] = set()
+    kwarg_only = False
+    for arg in arguments:
+        if arg.name in seen:
+            return f"argument name {arg.name!r} appears twice; argument names must be unique"
+        seen.add(arg.name)
+        if kwarg_only and not arg.kwarg_only:
+            return (
+                f"positional argument {arg.name!r} follows a keyword-only one; "
+                "keyword-only arguments come after '*'"
+            )
+        kwarg_only = arg.kwarg_only
+    return None
+
+
+class FunctionSchema(Frozen):
+    """An operator's signature: ``ns::name.overload(args) -> returns``.
+
+    ``name`` is None for an anonymous schema such as ``(Tensor x) -> Tensor``
+    (what `infer_schema` gives without ``op_name``).
+    """
+
+    name: OperatorName | None = None
+    arguments: tuple[Argument, ...] = ()
+    returns: tuple[Return, ...] = ()
+    is_vararg: bool = False
+    is_varret: bool = False
+
+    @model_validator(mode="after")
+    def _check(self) -> FunctionSchema:
+        problem = check_arguments(self.arguments)
+        if problem:
+            raise SchemaError(f"FunctionSchema {self.name}: {problem}.")
+        return self
+
+    @property
+    def namespace(self) -> str:
+        return self.name.namespace if self.name else ""
+
+    @property
+    def overload_name(self) -> str:
+        return self.name.overload if self.name else ""
+
+    @property
+    def is_mutable(self) -> bool:
+        """True when some argument is annotated as written (``Tensor(a!)``)."""
+        return any(arg.is_write for arg in self.arguments)
+
+    @property
+    def mutated_arguments(self) -> tuple[str, ...]:
+        return tuple(arg.name for arg in self.arguments if arg.is_write)
+
+    @property
+    def positional_arguments(self) -> tuple[Argument, ...]:
+        return tuple(arg for arg in self.arguments if not arg.kwarg_only)
+
+    @property
+    def kwarg_only_arguments(self) -> tuple[Argument, ...]:
+        return tuple(arg for arg in self.arguments if arg.kwarg_only)
+
+    @property
+    def tensor_argument_positions(self) -> tuple[tuple[int, TensorKind], ...]:
+        """``(index, kind)`` of every argument that carries tensors, in order."""
+        found = ((i, arg.tensor_kind) for i, arg in enumerate(self.arguments))
+        return tuple((i, kind) for i, kind in found if kind is not None)
+
+    def format(self, style: PrintStyle = "canonical") -> str:
+        """Print the schema: ``canonical`` is torch's C++ spelling, ``source`` keeps
+        each default as written (``reduction=Mean``, ``eps=1e-05``), as torchgen does."""
+        return format_schema(self, style)
+
+    def __format__(self, spec: str) -> str:
+        return self.format("source" if spec == "source" else "canonical") if spec else str(self)
+
+    def __str__(self) -> str:
+        return format_schema(self, "canonical")

@@ -1,0 +1,300 @@
+"""The schema type model: alias annotations and the types an argument can have.
+
+Each type is a frozen model with a ``kind`` discriminator so that JSON round
+trips pick the right class. ``str(t)`` prints the type as torch prints it.
+Alias annotations live on the node they were written on (``Tensor(a)[]`` puts
+the alias on the element, ``t[](a!)`` on the list), so printing is a plain
+walk of the tree.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import Field, field_validator, model_validator
+
+from customop.exceptions import SchemaError
+from customop.schema._base import Frozen
+
+__all__ = [
+    "BASE_TYPE_NAMES",
+    "CANONICAL_NAMES",
+    "AliasInfo",
+    "BaseType",
+    "ClassType",
+    "DictType",
+    "FutureType",
+    "ListType",
+    "OptionalType",
+    "SchemaType",
+    "TupleType",
+    "UnionType",
+    "VarType",
+    "is_identifier",
+    "suggest_type_name",
+]
+
+#: Every base type name torch's schema grammar knows (``None`` is read as ``NoneType``).
+BASE_TYPE_NAMES: frozenset[str] = frozenset(
+    {
+        "Tensor", "int", "float", "bool", "str", "complex", "Scalar", "ScalarType",
+        "Layout", "MemoryFormat", "Device", "Generator", "Storage", "Stream", "QScheme",
+        "Dimname", "SymInt", "SymFloat", "SymBool", "Any", "AnyEnumType", "AnyClassType",
+        "NoneType", "ConstQuantizerPtr", "Capsule", "number", "DeviceIndex",
+    }
+)  # fmt: skip
+
+#: Source spellings that torch's C++ printer shows as another type (torchgen's aliases).
+CANONICAL_NAMES: dict[str, str] = {"DeviceIndex": "int"}
+
+WILDCARD = "*"
+
+
+def is_identifier(text: str) -> bool:
+    return text.isidentifier() and text.isascii()
+
+
+def suggest_type_name(name: str) -> str | None:
+    """The known type name closest to ``name``, for "did you mean" help."""
+    close = difflib.get_close_matches(name, sorted(BASE_TYPE_NAMES), n=1, cutoff=0.6)
+    if not close:
+        close = [n for n in BASE_TYPE_NAMES if n.lower() == name.lower()]
+    return close[0] if close else None
+
+
+class AliasInfo(Frozen):
+    """An alias annotation: ``(a)``, ``(a!)``, ``(a -> *)``, ``(a|b)``, ``(*)``, bare ``!``.
+
+    ``before`` and ``after`` are alias sets, kept in the order written so that
+    printing gives the text back; equality and hashing treat them as sets.
+    Without ``->`` the after set equals the before set. The bare ``!``
+    shorthand (``Tensor!``) is a write to a fresh, unnamed set: both sets empty.
+    """
+
+    before: tuple[str, ...]
+    after: tuple[str, ...]
+    is_write: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_after(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "after" not in data and "before" in data:
+            return {**data, "after": data["before"]}
+        return data
+
+    @field_validator("before", "after")
+    @classmethod
+    def _check_sets(cls, sets: tuple[str, ...]) -> tuple[str, ...]:
+        for name in sets:
+            if name != WILDCARD and not is_identifier(name):
+                raise SchemaError(
+                    f"AliasInfo: alias set {name!r} is not an identifier or '*'. "
+                    "Alias sets are written like (a), (a!) or (a -> *)."
+                )
+        return sets
+
+    @model_validator(mode="after")
+    def _check_bare(self) -> AliasInfo:
+        if not self.before and (self.after or not self.is_write):
+            raise SchemaError(
+                f"AliasInfo: before set is empty but after={self.after!r}, "
+                f"is_write={self.is_write!r}. Only the bare write shorthand '!' has no "
+                "named set; name the set, e.g. (a!)."
+            )
+        return self
+
+    @property
+    def is_wildcard(self) -> bool:
+        return WILDCARD in self.before or WILDCARD in self.after
+
+    def _key(self) -> tuple[frozenset[str], frozenset[str], bool, bool]:
+        return frozenset(self.before), frozenset(self.after), self.is_write, not self.before
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, AliasInfo) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __str__(self) -> str:
+        if not self.before:
+            return "!"
+        text = "(" + "|".join(self.before) + ("!" if self.is_write else "")
+        if set(self.after) != set(self.before):
+            text += " -> " + "|".join(self.after)
+        return text + ")"
+
+
+def _alias_text(alias: AliasInfo | None) -> str:
+    return "" if alias is None else str(alias)
+
+
+class _Type(Frozen):
+    """Printing shared by every type: ``str(t)`` is the canonical spelling."""
+
+    def format(self, style: str = "canonical") -> str:
+        raise NotImplementedError
+
+    def __str__(self) -> str:
+        return self.format()
+
+
+class BaseType(_Type):
+    """A named base type: ``Tensor``, ``int``, ``SymInt``, ``ScalarType``, ..."""
+
+    kind: Literal["base"] = "base"
+    name: str
+    alias: AliasInfo | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, name: str) -> str:
+        if name not in BASE_TYPE_NAMES:
+            hint = suggest_type_name(name)
+            help_text = f"Did you mean {hint!r}?" if hint else "Use a type of the schema grammar."
+            raise SchemaError(f"BaseType: unknown type name {name!r}. {help_text}")
+        return name
+
+    def format(self, style: str = "canonical") -> str:
+        name = self.name if style == "source" else CANONICAL_NAMES.get(self.name, self.name)
+        return name + _alias_text(self.alias)
+
+
+class VarType(_Type):
+    """A type variable such as ``t`` or ``tVal`` (any lower-case unknown name)."""
+
+    kind: Literal["var"] = "var"
+    name: str
+    alias: AliasInfo | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, name: str) -> str:
+        if not is_identifier(name) or not name[0].islower() or name in BASE_TYPE_NAMES:
+            raise SchemaError(
+                f"VarType: {name!r} is not a type variable name. "
+                "Type variables are lower-case identifiers that are not type names, like 't'."
+            )
+        return name
+
+    def format(self, style: str = "canonical") -> str:
+        return self.name + _alias_text(self.alias)
+
+
+class ClassType(_Type):
+    """A TorchScript class, ``__torch__.torch.classes.ns.Name``."""
+
+    kind: Literal["class"] = "class"
+    qualified_name: str
+
+    @field_validator("qualified_name")
+    @classmethod
+    def _check_name(cls, name: str) -> str:
+        parts = name.split(".")
+        if parts[0] != "__torch__" or len(parts) < 2 or not all(map(is_identifier, parts)):
+            raise SchemaError(
+                f"ClassType: {name!r} is not a qualified class name. "
+                "Write it as __torch__.torch.classes.<ns>.<Name>."
+            )
+        return name
+
+    def format(self, style: str = "canonical") -> str:
+        return self.qualified_name
+
+
+class OptionalType(_Type):
+    """``T?``."""
+
+    kind: Literal["optional"] = "optional"
+    elem: SchemaType
+
+    def format(self, style: str = "canonical") -> str:
+        return self.elem.format(style) + "?"
+
+
+class ListType(_Type):
+    """``T[]``, or ``T[N]`` with a fixed size."""
+
+    kind: Literal["list"] = "list"
+    elem: SchemaType
+    size: int | None = None
+    alias: AliasInfo | None = None
+
+    @field_validator("size")
+    @classmethod
+    def _check_size(cls, size: int | None) -> int | None:
+        if size is not None and size < 0:
+            raise SchemaError(f"ListType: size {size!r} is negative. Write T[N] with N >= 0.")
+        return size
+
+    def format(self, style: str = "canonical") -> str:
+        size = "" if self.size is None else str(self.size)
+        return f"{self.elem.format(style)}[{size}]" + _alias_text(self.alias)
+
+
+class TupleType(_Type):
+    """``(A, B, ...)``."""
+
+    kind: Literal["tuple"] = "tuple"
+    elems: tuple[SchemaType, ...]
+
+    def format(self, style: str = "canonical") -> str:
+        return "(" + ", ".join(e.format(style) for e in self.elems) + ")"
+
+
+class DictType(_Type):
+    """``Dict(K, V)``."""
+
+    kind: Literal["dict"] = "dict"
+    key: SchemaType
+    value: SchemaType
+    alias: AliasInfo | None = None
+
+    def format(self, style: str = "canonical") -> str:
+        body = f"Dict({self.key.format(style)}, {self.value.format(style)})"
+        return body + _alias_text(self.alias)
+
+
+class FutureType(_Type):
+    """A one-parameter wrapper: ``Future(T)``, ``Await(T)`` or ``RRef(T)``."""
+
+    kind: Literal["future"] = "future"
+    wrapper: Literal["Future", "Await", "RRef"] = "Future"
+    elem: SchemaType
+
+    def format(self, style: str = "canonical") -> str:
+        return f"{self.wrapper}({self.elem.format(style)})"
+
+
+class UnionType(_Type):
+    """``Union(A, B, ...)``."""
+
+    kind: Literal["union"] = "union"
+    elems: tuple[SchemaType, ...]
+    alias: AliasInfo | None = None
+
+    @field_validator("elems")
+    @classmethod
+    def _check_elems(cls, elems: tuple[Any, ...]) -> tuple[Any, ...]:
+        if len(elems) < 2:
+            raise SchemaError(
+                f"UnionType: elems has {len(elems)} member(s). A Union needs at least two."
+            )
+        return elems
+
+    def format(self, style: str = "canonical") -> str:
+        body = "Union(" + ", ".join(e.format(style) for e in self.elems) + ")"
+        return body + _alias_text(self.alias)
+
+
+SchemaType = Annotated[
+    Union[
+        BaseType, VarType, ClassType, OptionalType, ListType, TupleType, DictType, FutureType,
+        UnionType,
+    ],
+    Field(discriminator="kind"),
+]  # fmt: skip
+
+for _model in (OptionalType, ListType, TupleType, DictType, FutureType, UnionType):
+    _model.model_rebuild()
