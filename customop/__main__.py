@@ -1,0 +1,5 @@
+"""``python -m customop``."""
+
+from customop.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,26 @@
+"""The structural type every tensor customop handles satisfies."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+__all__ = ["Tensor"]
+
+
+@runtime_checkable
+class Tensor(Protocol):
+    """Anything array-like with a shape and a dtype: ``numpy.ndarray``, a torch or
+    cupy array, a user array type registered as a backend, or a `FakeTensor`.
+
+    Used in annotations of ``@custom_op`` functions, where it infers as the
+    schema type ``Tensor``.
+    """
+
+    @property
+    def shape(self) -> Any: ...
+
+    @property
+    def dtype(self) -> Any: ...
+
+    @property
+    def ndim(self) -> int: ...

@@ -1,0 +1,14 @@
+"""Shared fixtures. Reference data lives in tests/data (see its PROVENANCE.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).parent / "data"
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    return DATA
