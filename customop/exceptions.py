@@ -20,7 +20,14 @@ __all__ = ["RegistrationError", "SchemaError", "SchemaParseError"]
 
 
 class SchemaError(ValueError):
-    """A schema, or a part of one, breaks an invariant of the schema model."""
+    """A schema, or a part of one, breaks an invariant of the schema model.
+
+    When raised by a model's validation, ``loc`` is the path of the bad field
+    (``("arguments", "0", "type", "name")``) and ``reason`` says what is wrong.
+    """
+
+    loc: tuple[str, ...] = ()
+    reason: str = ""
 
 
 class SchemaParseError(SchemaError):

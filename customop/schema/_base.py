@@ -9,19 +9,39 @@ from typing_extensions import Self
 
 from customop.exceptions import SchemaError
 
-__all__ = ["Frozen", "build"]
+__all__ = ["Frozen", "build", "to_schema_error"]
 
 _M = TypeVar("_M", bound="Frozen")
 
 
-def _describe(error: ValidationError, model: str) -> str:
-    parts = []
+_TYPE_TAGS = frozenset({"base", "var", "class", "optional", "list", "tuple", "dict", "future", "union"})
+
+
+def _problems(error: ValidationError) -> list[tuple[tuple[str, ...], str]]:
+    """``(location, reason)`` pairs, with nested models' locations joined up.
+
+    Models validated inside other models go through `Frozen.__init__` too
+    (pydantic calls a custom ``__init__`` for nested models), so a nested
+    `SchemaError` arrives here carrying its own location and reason.
+    """
+    problems = []
     for item in error.errors(include_url=False):
-        where = ".".join(str(p) for p in item["loc"]) or "<model>"
-        value = item.get("input")
-        message = item["msg"].removeprefix("Value error, ")
-        parts.append(f"field {where!r} = {value!r}: {message}")
-    return f"{model}: invalid model. " + "; ".join(parts)
+        # Drop the union tags pydantic puts in paths ("type.base.name" -> "type.name").
+        loc = tuple(str(part) for part in item["loc"] if part not in _TYPE_TAGS)
+        cause = item.get("ctx", {}).get("error")
+        if isinstance(cause, SchemaError):
+            problems.append((loc + cause.loc, cause.reason or str(cause)))
+        else:
+            problems.append((loc, f"{item['input']!r} is invalid: {item['msg']}"))
+    return problems
+
+
+def to_schema_error(error: ValidationError, model: str) -> SchemaError:
+    problems = _problems(error)
+    text = "; ".join(f"{'.'.join(loc)}: {reason}" if loc else reason for loc, reason in problems)
+    converted = SchemaError(f"{model}: {text}")
+    converted.loc, converted.reason = problems[0] if len(problems) == 1 else ((), text)
+    return converted
 
 
 class Frozen(BaseModel):
@@ -32,7 +52,9 @@ class Frozen(BaseModel):
     `model_validate*` class methods turn back into one `SchemaError`.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=False)
+    # defer_build: pydantic compiles validators on first use, not at import;
+    # the parser never validates (it builds checked values directly).
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=False, defer_build=True)
 
     _fields_set: ClassVar[frozenset[str]] = frozenset()
 
@@ -40,21 +62,21 @@ class Frozen(BaseModel):
         try:
             super().__init__(**data)
         except ValidationError as error:
-            raise SchemaError(_describe(error, type(self).__name__)) from None
+            raise to_schema_error(error, type(self).__name__) from None
 
     @classmethod
     def model_validate(cls, obj: Any, **kwargs: Any) -> Self:
         try:
             return super().model_validate(obj, **kwargs)
         except ValidationError as error:
-            raise SchemaError(_describe(error, cls.__name__)) from None
+            raise to_schema_error(error, cls.__name__) from None
 
     @classmethod
     def model_validate_json(cls, json_data: str | bytes | bytearray, **kwargs: Any) -> Self:
         try:
             return super().model_validate_json(json_data, **kwargs)
         except ValidationError as error:
-            raise SchemaError(_describe(error, cls.__name__)) from None
+            raise to_schema_error(error, cls.__name__) from None
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any, Union
 
-from pydantic import ConfigDict, model_validator
+from pydantic import field_serializer, field_validator, model_validator
 
 from customop.exceptions import SchemaError
 from customop.schema._base import Frozen
@@ -57,6 +57,28 @@ _NUMBER_LIKE = frozenset({"Scalar", "complex", "number"})
 _OPEN = frozenset({"Any", "NoneType"})
 
 
+def _encode(value: Any) -> Any:
+    """JSON has no complex numbers, infinities or NaN: tag them."""
+    if isinstance(value, tuple):
+        return [_encode(v) for v in value]
+    if isinstance(value, complex):
+        return {"complex": [_encode(value.real), _encode(value.imag)]}
+    if isinstance(value, float) and not math.isfinite(value):
+        return {"float": repr(value)}
+    return value
+
+
+def _decode(value: Any) -> Any:
+    if isinstance(value, list | tuple):
+        return tuple(_decode(v) for v in value)
+    if isinstance(value, dict) and value.keys() == {"complex"}:
+        real, imag = value["complex"]
+        return complex(_decode(real), _decode(imag))
+    if isinstance(value, dict) and value.keys() == {"float"}:
+        return float(value["float"])
+    return value
+
+
 def _value_key(value: Any) -> Any:
     if isinstance(value, tuple):
         return tuple(_value_key(v) for v in value)
@@ -68,10 +90,17 @@ def _value_key(value: Any) -> Any:
 class Default(Frozen):
     """A default value and the spelling it was written with."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", ser_json_inf_nan="strings")
-
     value: DefaultValue
     spelling: str = ""
+
+    @field_validator("value", mode="before")
+    @classmethod
+    def _decode(cls, value: Any) -> Any:
+        return _decode(value)
+
+    @field_serializer("value", when_used="json")
+    def _encode(self, value: Any) -> Any:
+        return _encode(value)
 
     @model_validator(mode="after")
     def _fill_spelling(self) -> Default:
@@ -122,9 +151,9 @@ def check_default(value: Any, tp: SchemaType) -> str | None:
         if not isinstance(value, tuple):
             return f"a {inner} default must be a list like [0, 1]"
         bad = [v for v in value if not _fits_scalar(v, inner.elem)]
-        return f"element {bad[0]!r} is not a {inner.elem}" if bad else None
+        return f"element {bad[0]!r} is not a value of type {inner.elem}" if bad else None
     if isinstance(value, tuple) or not _fits_scalar(value, inner):
-        return f"{value!r} is not a {inner}"
+        return f"{value!r} is not a value of type {inner}"
     return None
 
 

@@ -56,7 +56,7 @@ class OperatorName(Frozen):
     def _check_namespace(cls, ns: str) -> str:
         if ns and not is_identifier(ns):
             raise SchemaError(
-                f"OperatorName: namespace {ns!r} is not an identifier. "
+                f"namespace {ns!r} is not an identifier. "
                 "Use letters, digits and underscores, like 'mylib'."
             )
         return ns
@@ -66,7 +66,7 @@ class OperatorName(Frozen):
     def _check_name(cls, name: str) -> str:
         if not is_identifier(name):
             raise SchemaError(
-                f"OperatorName: name {name!r} is not an identifier. "
+                f"name {name!r} is not an identifier. "
                 "Use letters, digits and underscores, like 'my_op'."
             )
         return name
@@ -76,7 +76,7 @@ class OperatorName(Frozen):
     def _check_overload(cls, overload: str) -> str:
         problem = check_overload_name(overload)
         if problem:
-            raise SchemaError(f"OperatorName: overload {overload!r} is illegal: {problem}.")
+            raise SchemaError(f"overload {overload!r} is illegal: {problem}.")
         return overload
 
     @property
@@ -131,7 +131,7 @@ class Argument(Frozen):
     def _check_name(cls, name: str) -> str:
         if not is_identifier(name):
             raise SchemaError(
-                f"Argument: name {name!r} is not an identifier. "
+                f"name {name!r} is not an identifier. "
                 "Argument names use letters, digits and underscores."
             )
         return name
@@ -139,7 +139,7 @@ class Argument(Frozen):
     @model_validator(mode="after")
     def _check_default(self) -> Argument:
         if self.default is not None:
-            require_default_fits(self.default.value, self.type, f"Argument {self.name!r}")
+            require_default_fits(self.default.value, self.type, f"argument {self.name!r}")
         return self
 
     @property
@@ -178,7 +178,7 @@ class Return(Frozen):
     @classmethod
     def _check_name(cls, name: str | None) -> str | None:
         if name is not None and not is_identifier(name):
-            raise SchemaError(f"Return: name {name!r} is not an identifier.")
+            raise SchemaError(f"name {name!r} is not an identifier.")
         return name
 
     @property
@@ -223,7 +223,7 @@ class FunctionSchema(Frozen):
     def _check(self) -> FunctionSchema:
         problem = check_arguments(self.arguments)
         if problem:
-            raise SchemaError(f"FunctionSchema {self.name}: {problem}.")
+            raise SchemaError(f"{problem}.")
         return self
 
     @property

@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from customop.exceptions import SchemaError
 from customop.schema._base import Frozen
@@ -76,29 +76,32 @@ class AliasInfo(Frozen):
     after: tuple[str, ...]
     is_write: bool = False
 
-    @model_validator(mode="before")
-    @classmethod
-    def _default_after(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "after" not in data and "before" in data:
-            return {**data, "after": data["before"]}
-        return data
-
     @field_validator("before", "after")
     @classmethod
-    def _check_sets(cls, sets: tuple[str, ...]) -> tuple[str, ...]:
+    def _check_sets(cls, sets: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+        if info.field_name == "after" and info.data.get("before", sets) == sets:
+            return sets  # a copy of the before set (or it failed): reported once, there
         for name in sets:
             if name != WILDCARD and not is_identifier(name):
                 raise SchemaError(
-                    f"AliasInfo: alias set {name!r} is not an identifier or '*'. "
+                    f"alias set {name!r} is not an identifier or '*'. "
                     "Alias sets are written like (a), (a!) or (a -> *)."
                 )
         return sets
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _default_after(cls, data: Any, handler: Any) -> Any:
+        # Without '->' the after set is the before set, as in torch's parser.
+        if isinstance(data, dict) and "after" not in data and "before" in data:
+            data = {**data, "after": tuple(data["before"])}
+        return handler(data)
 
     @model_validator(mode="after")
     def _check_bare(self) -> AliasInfo:
         if not self.before and (self.after or not self.is_write):
             raise SchemaError(
-                f"AliasInfo: before set is empty but after={self.after!r}, "
+                f"before set is empty but after={self.after!r}, "
                 f"is_write={self.is_write!r}. Only the bare write shorthand '!' has no "
                 "named set; name the set, e.g. (a!)."
             )
@@ -153,7 +156,7 @@ class BaseType(_Type):
         if name not in BASE_TYPE_NAMES:
             hint = suggest_type_name(name)
             help_text = f"Did you mean {hint!r}?" if hint else "Use a type of the schema grammar."
-            raise SchemaError(f"BaseType: unknown type name {name!r}. {help_text}")
+            raise SchemaError(f"unknown type name {name!r}. {help_text}")
         return name
 
     def format(self, style: str = "canonical") -> str:
@@ -173,7 +176,7 @@ class VarType(_Type):
     def _check_name(cls, name: str) -> str:
         if not is_identifier(name) or not name[0].islower() or name in BASE_TYPE_NAMES:
             raise SchemaError(
-                f"VarType: {name!r} is not a type variable name. "
+                f"{name!r} is not a type variable name. "
                 "Type variables are lower-case identifiers that are not type names, like 't'."
             )
         return name
@@ -194,7 +197,7 @@ class ClassType(_Type):
         parts = name.split(".")
         if parts[0] != "__torch__" or len(parts) < 2 or not all(map(is_identifier, parts)):
             raise SchemaError(
-                f"ClassType: {name!r} is not a qualified class name. "
+                f"{name!r} is not a qualified class name. "
                 "Write it as __torch__.torch.classes.<ns>.<Name>."
             )
         return name
@@ -225,7 +228,7 @@ class ListType(_Type):
     @classmethod
     def _check_size(cls, size: int | None) -> int | None:
         if size is not None and size < 0:
-            raise SchemaError(f"ListType: size {size!r} is negative. Write T[N] with N >= 0.")
+            raise SchemaError(f"size {size!r} is negative. Write T[N] with N >= 0.")
         return size
 
     def format(self, style: str = "canonical") -> str:
@@ -279,7 +282,7 @@ class UnionType(_Type):
     def _check_elems(cls, elems: tuple[Any, ...]) -> tuple[Any, ...]:
         if len(elems) < 2:
             raise SchemaError(
-                f"UnionType: elems has {len(elems)} member(s). A Union needs at least two."
+                f"elems has {len(elems)} member(s). A Union needs at least two."
             )
         return elems
 
@@ -295,6 +298,3 @@ SchemaType = Annotated[
     ],
     Field(discriminator="kind"),
 ]  # fmt: skip
-
-for _model in (OptionalType, ListType, TupleType, DictType, FutureType, UnionType):
-    _model.model_rebuild()
