@@ -24,12 +24,16 @@ from pathlib import Path
 DATA = Path(__file__).parent.parent / "tests" / "data"
 LINES = (DATA / "schemas_torch_2_13.txt").read_text().splitlines()
 NATIVE = [
-    row.split("\t")[0] for row in (DATA / "native_functions_canonical.tsv").read_text().splitlines()[1:]
+    row.split("\t")[0]
+    for row in (DATA / "native_functions_canonical.tsv").read_text().splitlines()[1:]
 ]
 
 
 def per_item_us(
-    parse: Callable[[str], object], items: Sequence[str], repeat: int = 5, before: Callable[[], None] | None = None
+    parse: Callable[[str], object],
+    items: Sequence[str],
+    repeat: int = 5,
+    before: Callable[[], None] | None = None,
 ) -> float:
     """Median over ``repeat`` passes of the mean µs per item."""
     samples = []
@@ -77,7 +81,8 @@ def main() -> None:
         print(f"{name:<34} {value:>10.2f}")
     if torch is not None:
         cold, warm = rows[0][1], rows[1][1]
-        print(f"\nvs torchgen (native funcs, cold): {torchgen / ours_native:.1f}x faster (target >= 3x)")
+        speedup = torchgen / ours_native
+        print(f"\nvs torchgen (native funcs, cold): {speedup:.1f}x faster (target >= 3x)")
         print(f"vs torch C++ (cold): {cold / cpp:.2f}x the time (target <= 4x)")
         print(f"vs torch C++ (warm): {warm / cpp:.2f}x the time")
     else:

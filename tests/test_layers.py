@@ -69,11 +69,15 @@ def test_only_runtime_dependencies_at_module_level(path: Path) -> None:
     tree = ast.parse(path.read_text())
     for module, line in _imports(tree, top_level_only=True):
         root = module.split(".")[0]
-        allowed = root in RUNTIME_DEPENDENCIES or root == "customop" or root in sys.stdlib_module_names
+        allowed = (
+            root in RUNTIME_DEPENDENCIES or root == "customop" or root in sys.stdlib_module_names
+        )
         assert allowed and root not in OPTIONAL, f"{path.name}:{line} imports {module} eagerly"
 
 
 def test_layer_table_covers_every_package() -> None:
-    packages = {p.name.lstrip("_") for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    packages = {
+        p.name.lstrip("_") for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"
+    }
     modules = {p.stem.lstrip("_") for p in PACKAGE.glob("*.py") if not p.stem.startswith("__")}
     assert packages | modules <= set(LAYERS)

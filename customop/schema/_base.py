@@ -14,7 +14,9 @@ __all__ = ["Frozen", "build", "to_schema_error"]
 _M = TypeVar("_M", bound="Frozen")
 
 
-_TYPE_TAGS = frozenset({"base", "var", "class", "optional", "list", "tuple", "dict", "future", "union"})
+_TYPE_TAGS = frozenset(
+    {"base", "var", "class", "optional", "list", "tuple", "dict", "future", "union"}
+)
 
 
 def _problems(error: ValidationError) -> list[tuple[tuple[str, ...], str]]:

@@ -9,7 +9,7 @@ Equality looks at the value only: ``eps=1e-05`` equals ``eps=1.0000000000000001e
 from __future__ import annotations
 
 import math
-from typing import Any, Union
+from typing import Any
 
 from pydantic import field_serializer, field_validator, model_validator
 
@@ -48,8 +48,8 @@ ENUM_DEFAULTS: dict[str, int] = {
     "contiguous_format": 0,  # MemoryFormat
 }  # fmt: skip
 
-Scalar = Union[bool, int, float, complex, str, None]
-DefaultValue = Union[bool, int, float, complex, str, None, tuple[Scalar, ...]]
+Scalar = bool | int | float | complex | str | None
+DefaultValue = bool | int | float | complex | str | None | tuple[Scalar, ...]
 
 _INT_LIKE = frozenset({"int", "SymInt", "ScalarType", "Layout", "MemoryFormat", "QScheme"})
 _FLOAT_LIKE = frozenset({"float", "SymFloat"})
@@ -127,7 +127,7 @@ def _fits_scalar(value: Any, tp: SchemaType) -> bool:
     name = tp.name
     if name in _OPEN:
         return True
-    if name == "bool" or name == "SymBool":
+    if name in ("bool", "SymBool"):
         return isinstance(value, bool)
     if name in _INT_LIKE:
         return isinstance(value, int) and not isinstance(value, bool)
@@ -162,7 +162,7 @@ def _format_float(value: float) -> str:
         return "inf" if value > 0 else "-inf"
     if math.isnan(value):
         return "nan"
-    text = "%.17g" % value
+    text = format(value, ".17g")  # C's %.17g, as torch prints doubles
     return text if any(c in text for c in ".en") else text + "."
 
 

@@ -45,7 +45,10 @@ def check_overload_name(overload: str) -> str | None:
 
 
 class OperatorName(Frozen):
-    """``ns::name.overload``; ``namespace`` may be empty for class methods, ``overload`` for the default."""
+    """``ns::name.overload``.
+
+    ``namespace`` is empty for custom-class methods; ``overload`` for the default overload.
+    """
 
     namespace: str = ""
     name: str

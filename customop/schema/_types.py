@@ -10,7 +10,7 @@ walk of the tree.
 from __future__ import annotations
 
 import difflib
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
@@ -281,9 +281,7 @@ class UnionType(_Type):
     @classmethod
     def _check_elems(cls, elems: tuple[Any, ...]) -> tuple[Any, ...]:
         if len(elems) < 2:
-            raise SchemaError(
-                f"elems has {len(elems)} member(s). A Union needs at least two."
-            )
+            raise SchemaError(f"elems has {len(elems)} member(s). A Union needs at least two.")
         return elems
 
     def format(self, style: str = "canonical") -> str:
@@ -292,9 +290,14 @@ class UnionType(_Type):
 
 
 SchemaType = Annotated[
-    Union[
-        BaseType, VarType, ClassType, OptionalType, ListType, TupleType, DictType, FutureType,
-        UnionType,
-    ],
+    BaseType
+    | VarType
+    | ClassType
+    | OptionalType
+    | ListType
+    | TupleType
+    | DictType
+    | FutureType
+    | UnionType,
     Field(discriminator="kind"),
-]  # fmt: skip
+]

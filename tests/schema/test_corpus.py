@@ -12,7 +12,8 @@ from customop.schema import parse_schema
 DATA = Path(__file__).parent.parent / "data"
 TORCH_LINES = (DATA / "schemas_torch_2_13.txt").read_text().splitlines()
 CANONICAL_ROWS = [
-    line.split("\t") for line in (DATA / "native_functions_canonical.tsv").read_text().splitlines()[1:]
+    line.split("\t")
+    for line in (DATA / "native_functions_canonical.tsv").read_text().splitlines()[1:]
 ]
 # torch prints these alias sets in hash order; customop keeps the order written.
 ALIAS_ORDER_LINES = [line for line in TORCH_LINES if "(b|a)" in line]

@@ -50,7 +50,9 @@ INVALID: list[tuple[str, Callable[[], object], str]] = [
     ),
     (
         "none-default-needs-optional",
-        lambda: Argument(name="dims", type=ListType(elem=BaseType(name="SymInt")), default=Default(value=None)),
+        lambda: Argument(
+            name="dims", type=ListType(elem=BaseType(name="SymInt")), default=Default(value=None)
+        ),
         "Argument: argument 'dims': default None does not fit type SymInt[]: "
         "None is only a default for an optional type; write SymInt[]? to allow None.",
     ),
@@ -129,7 +131,9 @@ INVALID: list[tuple[str, Callable[[], object], str]] = [
 ]
 
 
-@pytest.mark.parametrize(("build", "message"), [c[1:] for c in INVALID], ids=[c[0] for c in INVALID])
+@pytest.mark.parametrize(
+    ("build", "message"), [c[1:] for c in INVALID], ids=[c[0] for c in INVALID]
+)
 def test_invalid_models_raise_schema_error(build: Callable[[], object], message: str) -> None:
     with pytest.raises(SchemaError) as excinfo:
         build()
@@ -157,24 +161,36 @@ def test_parser_builds_what_the_constructors_build() -> None:
         arguments=(
             Argument(name="x", type=TENSOR),
             Argument(name="k", type=OptionalType(elem=INT), default=Default(value=None)),
-            Argument(name="out", type=BaseType(name="Tensor", alias=AliasInfo(before=("a",), is_write=True)), kwarg_only=True),
+            Argument(
+                name="out",
+                type=BaseType(name="Tensor", alias=AliasInfo(before=("a",), is_write=True)),
+                kwarg_only=True,
+            ),
         ),
-        returns=(Return(type=BaseType(name="Tensor", alias=AliasInfo(before=("a",), is_write=True))),),
+        returns=(
+            Return(type=BaseType(name="Tensor", alias=AliasInfo(before=("a",), is_write=True))),
+        ),
     )
-    assert parse_schema("ns::f.out(Tensor x, int? k=None, *, Tensor(a!) out) -> Tensor(a!)") == built
+    assert (
+        parse_schema("ns::f.out(Tensor x, int? k=None, *, Tensor(a!) out) -> Tensor(a!)") == built
+    )
     assert str(built) == "ns::f.out(Tensor x, int? k=None, *, Tensor(a!) out) -> Tensor(a!)"
 
 
 JSON_CASES = [
-    "ns::f.ov(Tensor(a!) x, Tensor?[] y, *, float eps=1e-05, str m=\"a\\\"b\", int[2] k=1) -> (Tensor(a!), (int, int) p)",
-    "ns::g(Dict(str, t)(a!) d, Union(int, str) u, Future(int) f, t[](b) l, Tensor! o, int!? q, ...) -> ...",
+    'ns::f.ov(Tensor(a!) x, Tensor?[] y, *, float eps=1e-05, str m="a\\"b", int[2] k=1)'
+    " -> (Tensor(a!), (int, int) p)",
+    "ns::g(Dict(str, t)(a!) d, Union(int, str) u, Future(int) f, t[](b) l, Tensor! o, int!? q,"
+    " ...) -> ...",
     "ns::h(complex c=1j, float z=inf, float w=-inf, float n=nan, Any d=None, Scalar s=True) -> ()",
     "__init__(__torch__.torch.classes.c10d.Work _0) -> NoneType _0",
     "(Tensor x, ScalarType dtype=long, MemoryFormat m=contiguous_format) -> Tensor",
 ]
 
 
-@pytest.mark.parametrize("text", JSON_CASES, ids=["out", "containers", "special-floats", "class", "anonymous"])
+@pytest.mark.parametrize(
+    "text", JSON_CASES, ids=["out", "containers", "special-floats", "class", "anonymous"]
+)
 def test_json_round_trip(text: str) -> None:
     schema = parse_schema(text)
     again = FunctionSchema.model_validate_json(schema.model_dump_json())
@@ -192,7 +208,9 @@ def test_json_schema_describes_the_model() -> None:
 
 
 def test_default_equality_is_by_value_not_spelling() -> None:
-    assert Default(value=1e-05, spelling="1e-05") == Default(value=1e-05, spelling="1.0000000000000001e-05")
+    assert Default(value=1e-05, spelling="1e-05") == Default(
+        value=1e-05, spelling="1.0000000000000001e-05"
+    )
     assert Default(value=1) != Default(value=1.0)
     assert Default(value=True) != Default(value=1)
     assert Default(value=math.nan) == Default(value=math.nan)
@@ -220,7 +238,10 @@ PROPERTY_SCHEMA = parse_schema(
         ("overload_name", "out"),
         ("is_mutable", True),
         ("mutated_arguments", ("out",)),
-        ("tensor_argument_positions", ((0, "tensor"), (1, "optional"), (2, "list"), (3, "optional_list"), (6, "tensor"))),
+        (
+            "tensor_argument_positions",
+            ((0, "tensor"), (1, "optional"), (2, "list"), (3, "optional_list"), (6, "tensor")),
+        ),
         ("kwarg_only_arguments", tuple(PROPERTY_SCHEMA.arguments[6:])),
         ("positional_arguments", tuple(PROPERTY_SCHEMA.arguments[:6])),
     ],
@@ -244,7 +265,10 @@ def test_write_inside_a_list_is_a_mutation() -> None:
 
 def test_format_spec_selects_the_style() -> None:
     schema = parse_schema("aten::f(Tensor x, int reduction=Mean, float eps=1e-05) -> Tensor")
-    assert f"{schema}" == "aten::f(Tensor x, int reduction=1, float eps=1.0000000000000001e-05) -> Tensor"
+    assert (
+        f"{schema}"
+        == "aten::f(Tensor x, int reduction=1, float eps=1.0000000000000001e-05) -> Tensor"
+    )
     assert f"{schema:source}" == "aten::f(Tensor x, int reduction=Mean, float eps=1e-05) -> Tensor"
 
 
