@@ -1,6 +1,13 @@
 """Operator schemas: the model, the parser and printer, and type-hint inference."""
 
 from customop.schema._defaults import Default
+from customop.schema._infer import InferredSchema
+from customop.schema._infer import MutatesArgs
+from customop.schema._infer import infer_schema
+from customop.schema._infer import infer_schema_details
+from customop.schema._infer import register_annotation
+from customop.schema._infer_table import Choices
+from customop.schema._infer_table import Device
 from customop.schema._model import Argument
 from customop.schema._model import FunctionSchema
 from customop.schema._model import OperatorName
@@ -26,12 +33,16 @@ __all__ = [
     "AliasInfo",
     "Argument",
     "BaseType",
+    "Choices",
     "ClassType",
     "Default",
+    "Device",
     "DictType",
     "FunctionSchema",
     "FutureType",
+    "InferredSchema",
     "ListType",
+    "MutatesArgs",
     "OperatorName",
     "OptionalType",
     "PrintStyle",
@@ -41,7 +52,10 @@ __all__ = [
     "TupleType",
     "UnionType",
     "VarType",
+    "infer_schema",
+    "infer_schema_details",
     "parse_operator_name",
     "parse_schema",
     "parse_schema_or_name",
+    "register_annotation",
 ]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
+from customop.schema import register_annotation
+
 __all__ = ["Tensor"]
 
 
@@ -24,3 +26,8 @@ class Tensor(Protocol):
 
     @property
     def ndim(self) -> int: ...
+
+
+# `x: customop.Tensor` infers as the schema type Tensor. The schema layer cannot
+# import this (upper) layer, so the mapping is registered here, at import.
+register_annotation(Tensor, "Tensor")

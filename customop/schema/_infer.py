@@ -1,0 +1,402 @@
+"""``infer_schema``: a `FunctionSchema` from a function's type hints.
+
+Hints are resolved with ``typing.get_type_hints`` (never ``eval``), so string
+annotations and ``from __future__ import annotations`` work. Each annotation
+is read by `customop.schema._infer_walk` against the tables of
+`customop.schema._infer_table`; this module adds what a whole signature needs:
+parameter kinds, defaults, ``mutates_args``, returns, and the operator name.
+The schema is built as a model directly, never as text to parse again.
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import enum
+import functools
+import inspect
+import types
+import typing
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Final, final
+
+from customop.exceptions import RegistrationError, SchemaError
+from customop.schema._base import build
+from customop.schema._defaults import Default
+from customop.schema._infer_table import RULES, Choices, add_annotation
+from customop.schema._infer_walk import (
+    FORMS,
+    Shape,
+    Site,
+    form_key,
+    require,
+    schema_type,
+    spell,
+    walk,
+)
+from customop.schema._model import Argument, FunctionSchema, OperatorName, Return
+from customop.schema._parser import parse_operator_name
+from customop.schema._types import TupleType, is_identifier
+
+__all__ = [
+    "InferredSchema",
+    "MutatesArgs",
+    "infer_schema",
+    "infer_schema_details",
+    "register_annotation",
+]
+
+
+class MutatesArgs(enum.Enum):
+    """Values of ``mutates_args`` that are not a collection of parameter names."""
+
+    #: The function may mutate any of its tensor arguments. As torch does for
+    #: its "unknown", every argument that carries tensors (Tensor, Tensor?,
+    #: Tensor[], Tensor?[], Tensor[]?) gets its own write alias ``Tensor(a<i>!)``,
+    #: ``i`` being its position; other arguments stay as they are.
+    UNKNOWN = "unknown"
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class InferredSchema:
+    """What `infer_schema_details` found: the schema, and what a schema cannot say.
+
+    ``choices`` maps each parameter annotated with ``Literal[...]`` or an
+    ``Enum`` (inferred as ``str``, ``str?`` or ``str[]``) to the strings it
+    accepts, so that calls can be checked and enum members handed back.
+    """
+
+    schema: FunctionSchema
+    choices: Mapping[str, Choices]
+
+
+_RETURNABLE = (
+    "An op returns Tensor, list[Tensor], int, float, bool or Union[int, float, bool], "
+    "a tuple of those, or None"
+)
+#: tuple and typing.Tuple without arguments: a tuple of unknown elements.
+_BARE_TUPLES: Final = (tuple, typing.Tuple)  # noqa: UP006 -- the deprecated alias is matched, not used
+_NONE: Final = build(Default, {"value": None, "spelling": "None"})
+
+#: Parameter kinds a schema cannot express: what they are and how to fix them.
+_KINDS: Final[Mapping[object, tuple[str, str]]] = types.MappingProxyType(
+    {
+        inspect.Parameter.POSITIONAL_ONLY: (
+            "is positional-only (before '/')",
+            "Remove the '/' from the signature",
+        ),
+        inspect.Parameter.VAR_POSITIONAL: (
+            "is variadic (*{0})",
+            "Take a list instead, as in {0}: list[Tensor]",
+        ),
+        inspect.Parameter.VAR_KEYWORD: (
+            "is variadic (**{0})",
+            "Declare each keyword argument after '*' instead",
+        ),
+    }
+)
+
+
+def _default(value: object, shape: Shape, site: Site) -> Default | None:
+    if value is inspect.Parameter.empty:
+        return None
+    if value is None:
+        if shape.form.endswith("?"):
+            return _NONE
+        site.fail(
+            f"defaults to None, but its schema type {shape.text} is not optional",
+            "A default must fit its argument's type, and only an optional type holds None",
+            f"Annotate it {spell(RULES[shape.base].python, shape.form + '?')}, which gives "
+            f"{shape.text}?",
+        )
+    if "[]" in shape.form:
+        site.fail(
+            f"has the default {value!r}, for the list type {shape.text}",
+            "infer_schema reads None, bool, int, float, str, dtype and device defaults only, "
+            "as torch's does",
+            "Default to None under Optional[...] and build the list in the function",
+        )
+    rule = RULES[shape.base]
+    default = rule.default(value, shape.leaf, shape.choices)
+    if default is None:
+        expects = rule.expects
+        if shape.choices is not None:
+            expects = "one of " + ", ".join(map(repr, shape.choices.values))
+        site.fail(
+            f"has the default {value!r}, which does not fit its schema type {shape.text}",
+            "A schema default must have its argument's type",
+            f"Make the default {expects}, or change the annotation",
+        )
+    return default
+
+
+def _check_parameter(param: inspect.Parameter, site: Site) -> None:
+    if param.kind in _KINDS:
+        what, fix = _KINDS[param.kind]
+        site.fail(
+            what.format(param.name),
+            "A schema has a fixed list of named arguments, each of which can be passed by name",
+            fix.format(param.name),
+        )
+    if not is_identifier(param.name):
+        site.fail(
+            "is not an ASCII identifier",
+            "Schema argument names are ASCII identifiers",
+            "Rename it",
+        )
+    if param.annotation is inspect.Parameter.empty:
+        site.fail(
+            "has no annotation",
+            "infer_schema reads the schema from the annotations",
+            f"Annotate it, as in {param.name}: Tensor",
+        )
+
+
+def _argument(
+    index: int, param: inspect.Parameter, site: Site, mutates: frozenset[str] | MutatesArgs
+) -> tuple[Argument, Choices | None]:
+    _check_parameter(param, site)
+    shape = walk(site.annotation, site)
+    require(shape, RULES[shape.base].params, site)
+    listed = isinstance(mutates, frozenset) and param.name in mutates
+    if listed and shape.base != "Tensor":
+        site.fail(
+            f"is in mutates_args but has the schema type {shape.text} "
+            f"(annotation {site.annotation!r})",
+            "Only tensor arguments can be mutated in place",
+            f"Remove {param.name!r} from mutates_args, or return the new value instead",
+        )
+    written = shape.base == "Tensor" and (listed or mutates is MutatesArgs.UNKNOWN)
+    values = {
+        "name": param.name,
+        "type": schema_type(shape.base, shape.form, f"a{index}" if written else None),
+        "default": _default(param.default, shape, site),
+        "kwarg_only": param.kind is inspect.Parameter.KEYWORD_ONLY,
+    }
+    return build(Argument, values), shape.choices
+
+
+def _return(annotation: object, site: Site) -> Return:
+    if typing.get_origin(annotation) is collections.abc.Sequence:
+        site.fail(
+            f"{site.annotated(annotation)} is a Sequence",
+            "A kernel returns a concrete list; Sequence is for arguments",
+            "Annotate it list[...]",
+        )
+    shape = walk(annotation, site)
+    fix = "Return one of those; a list of numbers can be returned as a Tensor"
+    require(shape, RULES[shape.base].returns, site, _RETURNABLE, fix)
+    return build(Return, {"name": None, "type": schema_type(shape.base, shape.form)})
+
+
+def _returns(site: Site) -> tuple[Return, ...]:
+    annotation = site.annotation
+    if annotation is inspect.Signature.empty:
+        site.fail(
+            "has no annotation",
+            "infer_schema reads the schema's returns from it",
+            "Annotate the return, as in -> Tensor, or -> None when nothing is returned",
+        )
+    if annotation is None or annotation is type(None):
+        return ()
+    if annotation in _BARE_TUPLES:
+        site.fail(
+            f"{site.annotated(annotation)} is a tuple without element types",
+            _RETURNABLE,
+            "Name the element types, as in tuple[Tensor, Tensor]",
+        )
+    if typing.get_origin(annotation) is not tuple:
+        return (_return(annotation, site),)
+    items = typing.get_args(annotation)
+    if Ellipsis in items:
+        site.fail(
+            f"{site.annotated(annotation)} is a tuple of any length",
+            "A schema has a fixed number of returns",
+            "Return list[Tensor] for any number of tensors, or name each element",
+        )
+    returns = tuple(_return(item, site) for item in items)
+    if len(returns) == 1:
+        # torch infers tuple[Tensor] as `-> ((Tensor))`: one return of a one-element tuple type.
+        return (build(Return, {"name": None, "type": TupleType(elems=(returns[0].type,))}),)
+    return returns
+
+
+def _mutates(mutates_args: object, function: str) -> frozenset[str] | MutatesArgs:
+    if isinstance(mutates_args, MutatesArgs):
+        return mutates_args
+    names = None if isinstance(mutates_args, str) else mutates_args
+    if not isinstance(names, Iterable):
+        raise SchemaError(
+            f"infer_schema: mutates_args of function {function!r} is {mutates_args!r}, not a "
+            "collection of parameter names. A string would read as one-letter names. Pass the "
+            "names, as in ['x'], [] when nothing is mutated, or MutatesArgs.UNKNOWN when you "
+            "do not know (torch's 'unknown')."
+        )
+    found = tuple(names)
+    for name in found:
+        if not isinstance(name, str):
+            raise SchemaError(
+                f"infer_schema: mutates_args of function {function!r} contains {name!r}, which "
+                "is not a str. mutates_args holds parameter names. Pass names, as in ['x']."
+            )
+    return frozenset(typing.cast(tuple[str, ...], found))
+
+
+def _check_mutated_exist(mutates: frozenset[str], sig: inspect.Signature, function: str) -> None:
+    missing = sorted(mutates - set(sig.parameters))
+    if missing:
+        plural = "s" if len(missing) > 1 else ""
+        params = ", ".join(map(repr, sig.parameters)) or "it has none"
+        listed = ", ".join(map(repr, missing))
+        raise SchemaError(
+            f"infer_schema: mutates_args of function {function!r} names {listed}, which "
+            f"{'are' if plural else 'is'} not among its parameters ({params}). Only the "
+            f"function's own arguments can be mutated. Correct or remove the name{plural}."
+        )
+
+
+def _namespace(fn: Callable[..., object]) -> dict[str, object] | None:
+    """The globals string annotations are resolved in: those of the function defined."""
+    target: object = inspect.unwrap(fn)
+    while isinstance(target, functools.partial):
+        target = inspect.unwrap(target.func)
+    found = getattr(target, "__globals__", None)
+    return found if isinstance(found, dict) else None
+
+
+def _blame(raw: dict[str, object], namespace: dict[str, object] | None, function: str) -> None:
+    """Raise the error for the first annotation that does not resolve, if one alone fails."""
+    for name, annotation in raw.items():
+        try:
+            typing.get_type_hints(
+                types.SimpleNamespace(__annotations__={name: annotation}), namespace
+            )
+        except Exception as error:  # evaluating a user's annotation may raise anything
+            subject = "the return value" if name == "return" else f"parameter {name!r}"
+            Site(function, subject, annotation).fail(
+                f"is annotated {annotation!r}, which does not resolve "
+                f"({type(error).__name__}: {error})",
+                "Annotations are resolved in the globals of the function's module, so names "
+                "local to a function are not visible",
+                "Import or define the type at module level",
+            )
+
+
+def _resolve(fn: Callable[..., object], raw: dict[str, object], function: str) -> dict[str, object]:
+    namespace = _namespace(fn)
+    try:
+        # A namespace object carries exactly the signature's annotations, so callable
+        # objects and partials resolve like functions.
+        hints = types.SimpleNamespace(__annotations__=raw)
+        # include_extras: Annotated[T, ...] is unwrapped by the walk, and stripping costs.
+        return typing.get_type_hints(hints, namespace, include_extras=True)
+    except Exception as error:  # evaluating a user's annotations may raise anything
+        _blame(raw, namespace, function)
+        raise SchemaError(
+            f"infer_schema: the annotations of function {function!r} do not resolve "
+            f"({type(error).__name__}: {error}). The schema is read from them. Make every "
+            "annotation importable from the function's module."
+        ) from error
+
+
+def _signature(fn: Callable[..., object]) -> inspect.Signature:
+    try:
+        return inspect.signature(fn)
+    except (TypeError, ValueError) as error:
+        raise SchemaError(
+            f"infer_schema: the signature of {fn!r} cannot be read ({error}). infer_schema "
+            "reads the parameters and their annotations. Pass a Python function with type hints."
+        ) from None
+
+
+def _operator_name(op_name: str | None) -> OperatorName | None:
+    if op_name is None:
+        return None
+    try:
+        return parse_operator_name(op_name)
+    except SchemaError as error:
+        raise SchemaError(
+            f"infer_schema: op_name {op_name!r} is not an operator name ({error}). The schema "
+            "is named by it. Write it as 'ns::name' or 'ns::name.overload'."
+        ) from None
+
+
+def infer_schema_details(
+    fn: Callable[..., object],
+    *,
+    mutates_args: Iterable[str] | MutatesArgs,
+    op_name: str | None = None,
+) -> InferredSchema:
+    """`infer_schema`, plus the allowed values of ``Literal`` and ``Enum`` parameters."""
+    function = str(getattr(fn, "__qualname__", None) or repr(fn))
+    mutates = _mutates(mutates_args, function)
+    name = _operator_name(op_name)
+    sig = _signature(fn)
+    if isinstance(mutates, frozenset):
+        _check_mutated_exist(mutates, sig, function)
+    raw = {n: p.annotation for n, p in sig.parameters.items() if p.annotation is not p.empty}
+    if sig.return_annotation is not sig.empty:
+        raw["return"] = sig.return_annotation
+    hints = _resolve(fn, raw, function)
+    arguments: list[Argument] = []
+    choices: dict[str, Choices] = {}
+    for index, param in enumerate(sig.parameters.values()):
+        site = Site(function, f"parameter {param.name!r}", hints.get(param.name, param.annotation))
+        argument, choice = _argument(index, param, site, mutates)
+        arguments.append(argument)
+        if choice is not None:
+            choices[param.name] = choice
+    annotation = hints.get("return", sig.return_annotation)
+    ret = Site(function, "the return value", annotation, f"{_RETURNABLE}; return one of those")
+    values = {
+        "name": name,
+        "arguments": tuple(arguments),
+        "returns": _returns(ret),
+        "is_vararg": False,
+        "is_varret": False,
+    }
+    return InferredSchema(build(FunctionSchema, values), types.MappingProxyType(choices))
+
+
+def infer_schema(
+    fn: Callable[..., object],
+    *,
+    mutates_args: Iterable[str] | MutatesArgs,
+    op_name: str | None = None,
+) -> FunctionSchema:
+    """The schema of ``fn``, read from its type hints, as ``torch.library.infer_schema`` does.
+
+    ``mutates_args`` names the parameters ``fn`` mutates in place (each must be
+    a tensor argument), or is `MutatesArgs.UNKNOWN`. ``op_name`` (``"ns::name"``
+    or ``"ns::name.overload"``) names the schema; without it the schema is
+    anonymous. Where torch can infer a function, the schema prints (in the
+    ``source`` style) as torch's text; customop also infers ``Tensor[]?``,
+    ``str[]``, ``list[list[int]]`` and ``Literal``/``Enum`` (as ``str``). Raises
+    `SchemaError` (a ``ValueError``) naming the parameter and the fix otherwise.
+
+    >>> import numpy
+    >>> def scale(x: numpy.ndarray, alpha: float = 1.0) -> numpy.ndarray: ...
+    >>> print(infer_schema(scale, mutates_args=(), op_name="mylib::scale"))
+    mylib::scale(Tensor x, float alpha=1.) -> Tensor
+    """
+    return infer_schema_details(fn, mutates_args=mutates_args, op_name=op_name).schema
+
+
+def register_annotation(annotation: object, schema_type: str) -> Callable[[], None]:
+    """Infer ``annotation`` (a class or ``NewType``) as the schema base type ``schema_type``.
+
+    For array types and the like: ``register_annotation(MyArray, "Tensor")``
+    makes ``x: MyArray`` infer as ``Tensor`` (and ``list[MyArray]`` as
+    ``Tensor[]``). ``schema_type`` is one of Tensor, SymInt, float, bool, str,
+    Scalar, ScalarType, Device. Returns a function that removes the mapping
+    (calling it again does nothing). Raises `RegistrationError` if the
+    annotation is already mapped or is a generic form.
+    """
+    if typing.get_origin(annotation) is not None or form_key(annotation) in FORMS:
+        raise RegistrationError(
+            f"register_annotation: {annotation!r} is a generic form, which infer_schema reads "
+            "by its structure. Only plain classes and NewTypes map to one schema type. Register "
+            "the class itself, as in numpy.ndarray rather than numpy.ndarray[Any, Any]."
+        )
+    return add_annotation(annotation, schema_type)
