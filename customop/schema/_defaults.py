@@ -23,6 +23,7 @@ __all__ = [
     "Default",
     "DefaultValue",
     "check_default",
+    "coerce_default",
     "format_value",
 ]
 
@@ -79,6 +80,14 @@ def _decode(value: Any) -> Any:
     return value
 
 
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _value_key(value: Any) -> Any:
     if isinstance(value, tuple):
         return tuple(_value_key(v) for v in value)
@@ -96,7 +105,14 @@ class Default(Frozen):
     @field_validator("value", mode="before")
     @classmethod
     def _decode(cls, value: Any) -> Any:
-        return _decode(value)
+        value = _decode(value)
+        for text in value if isinstance(value, tuple) else (value,):
+            if isinstance(text, str) and not _encodable(text):
+                raise SchemaError(
+                    f"string default {text!r} has a lone surrogate. Schema text is UTF-8, "
+                    "which cannot hold one. Use a valid Unicode string."
+                )
+        return value
 
     @field_serializer("value", when_used="json")
     def _encode(self, value: Any) -> Any:
@@ -113,6 +129,22 @@ class Default(Frozen):
 
     def __hash__(self) -> int:
         return hash(_value_key(self.value))
+
+
+def coerce_default(value: Any, tp: SchemaType) -> Any:
+    """Apply torch's conversions: an int default of a float type is a float,
+    a scalar default of a fixed-size list ``int[2] x=1`` repeats."""
+    # torch converts only a plain `float`, so `float? x=1` keeps printing as 1.
+    inner = tp.elem if isinstance(tp, OptionalType) else tp
+    if isinstance(inner, ListType):
+        if not isinstance(value, tuple) and value is not None and inner.size is not None:
+            return (value,) * inner.size
+        if isinstance(value, tuple):
+            return tuple(coerce_default(v, inner.elem) for v in value)
+    is_float = isinstance(tp, BaseType) and tp.name in _FLOAT_LIKE
+    if is_float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    return value
 
 
 def _strip_optional(tp: SchemaType) -> SchemaType:
@@ -149,7 +181,7 @@ def check_default(value: Any, tp: SchemaType) -> str | None:
     inner = _strip_optional(tp)
     if isinstance(inner, ListType):
         if not isinstance(value, tuple):
-            return f"a {inner} default must be a list like [0, 1]"
+            return f"a default of type {inner} must be a list like [0, 1]"
         bad = [v for v in value if not _fits_scalar(v, inner.elem)]
         return f"element {bad[0]!r} is not a value of type {inner.elem}" if bad else None
     if isinstance(value, tuple) or not _fits_scalar(value, inner):

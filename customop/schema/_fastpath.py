@@ -17,21 +17,26 @@ from __future__ import annotations
 import re
 
 from customop.schema._base import build
+from customop.schema._default_parser import parse_default
 from customop.schema._defaults import Default
 from customop.schema._lexer import Cursor
 from customop.schema._model import Argument, FunctionSchema, OperatorName, Return
-from customop.schema._type_parser import parse_default, parse_type
+from customop.schema._type_parser import parse_type
 from customop.schema._types import SchemaType
 
 __all__ = ["clear_caches", "fast_parse"]
 
+# ASCII only: `\w` would let non-ASCII names past the general parser's rules.
+# Defaults exclude `#`, which starts a comment for the general parser.
 _TYPE = r"[A-Za-z_][\w.]*(?:\([^()]*\)){0,2}(?:\[\d*\](?:\([^()]*\))?|\?|!)*"
-_DEFAULT = r"""[^\s,()\[\]"']+|\[[^\]"']*\]|"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'"""
-_NAME = re.compile(r"(?:([A-Za-z_]\w*)::)?([A-Za-z_]\w*)(?:\.(?!default$|__)([A-Za-z_]\w*))?")
-_ARG = re.compile(rf"({_TYPE}) ([A-Za-z_]\w*)(?:=({_DEFAULT}))?")
+_DEFAULT = r"""[^\s,()\[\]"'#]+|\[[^\]"'#]*\]|"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'"""
+_NAME = re.compile(
+    r"(?:([A-Za-z_]\w*)::)?([A-Za-z_]\w*)(?:\.(?!default$|__)([A-Za-z_]\w*))?", re.ASCII
+)
+_ARG = re.compile(rf"({_TYPE}) ([A-Za-z_]\w*)(?:=({_DEFAULT}))?", re.ASCII)
 _ITEM = rf"{_TYPE}(?: [A-Za-z_]\w*)?"
-_RETURNS = re.compile(rf"({_ITEM})|\(((?:{_ITEM}, )*{_ITEM})?\)")
-_RETURN_ITEM = re.compile(rf"({_TYPE})(?: ([A-Za-z_]\w*))?")
+_RETURNS = re.compile(rf"({_ITEM})|\(((?:{_ITEM}, )*{_ITEM})?\)", re.ASCII)
+_RETURN_ITEM = re.compile(rf"({_TYPE})(?: ([A-Za-z_]\w*))?", re.ASCII)
 _LIMIT = 16384
 
 _types: dict[str, SchemaType] = {}
@@ -43,7 +48,7 @@ _returns: dict[str, tuple[Return, ...]] = {}
 def clear_caches() -> None:
     """Forget every interned object (benchmarks use it to time cold parses)."""
     for table in (_types, _defaults, _arguments, _returns):
-        table.clear()  # type: ignore[attr-defined]
+        table.clear()
 
 
 def _remember(table: dict, key: object, value: object) -> None:  # type: ignore[type-arg]
@@ -155,7 +160,7 @@ def fast_parse(text: str) -> FunctionSchema | None:
                 return None
             names.add(arg.name)
             args.append(arg)
-        if kwarg_only and not args[-1].kwarg_only:
+        if kwarg_only and (not args or not args[-1].kwarg_only):
             return None  # a trailing '*' prints away; let the general parser decide
     key = text[closing + 5 :]
     returns = _returns.get(key) or _return_list(key)

@@ -2,6 +2,12 @@
 
 There is no token list: the parser matches compiled patterns at a position,
 which is what makes a pure-Python parser fast enough (see benchmarks/).
+Whitespace and ``#`` comments (to the end of the line) separate tokens, as in
+torch's lexer.
+
+Every error is a `SchemaParseError` whose message reads
+``<api>: <problem> at column N. <why>. <how to fix>``, then the offending line
+and a caret under column N (0-based, like `SchemaParseError.column`).
 """
 
 from __future__ import annotations
@@ -11,17 +17,31 @@ from typing import NoReturn
 
 from customop.exceptions import SchemaParseError
 
-__all__ = ["Cursor", "describe_at"]
+__all__ = ["MAX_DEPTH", "Cursor", "describe_at"]
 
-_WS = re.compile(r"\s*")
+_WS = re.compile(r"(?:\s+|#[^\n]*)*")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d[\w.]*|\.\.\.|->|\S")
+# Text with a '#' outside string literals: a comment, which may have hidden the rest of a line.
+_COMMENT = re.compile(r"""(?:[^#"']|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')*#""")
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d[\w.]*|\.\.\.|->|=>|::|\S")
+
+#: How deeply types may nest (``Tensor[][]...``, ``((...))``) before the parser gives up.
+MAX_DEPTH = 64
 
 
 def describe_at(text: str, pos: int) -> str:
     """What a reader sees at ``pos``: a quoted word, or "end of text"."""
-    match = _WORD.match(text, _WS.match(text, pos).end())
+    blank = _WS.match(text, pos)
+    match = _WORD.match(text, pos if blank is None else blank.end())
     return "end of text" if match is None else repr(match.group())
+
+
+def _where(text: str, column: int) -> str:
+    if "\n" not in text:
+        return f"column {column}"
+    line = text.count("\n", 0, column) + 1
+    line_start = text.rfind("\n", 0, column) + 1
+    return f"line {line}, column {column - line_start}"
 
 
 def _excerpt(text: str, column: int) -> str:
@@ -34,26 +54,41 @@ def _excerpt(text: str, column: int) -> str:
 class Cursor:
     """A position in schema text, with helpers that raise `SchemaParseError`."""
 
-    __slots__ = ("api", "pos", "text")
+    __slots__ = ("api", "depth", "pos", "text")
 
     def __init__(self, text: str, api: str, pos: int = 0) -> None:
         self.text = text
         self.api = api
         self.pos = pos
+        self.depth = 0
 
     def fail(self, problem: str, help_text: str = "", *, at: int | None = None) -> NoReturn:
-        """Raise: ``<api>: <problem> at column N. <help>`` with the text and a caret."""
+        """Raise: ``<api>: <problem> at column N. <help>`` with the text and a caret.
+
+        The caret goes to ``at`` (default: the current position), moved past
+        any whitespace so that it points at the offending token.
+        """
         column = self.pos if at is None else at
-        column = min(_WS.match(self.text, column).end(), len(self.text))
-        tail = f" {help_text}" if help_text else ""
-        message = f"{self.api}: {problem} at column {column}.{tail}\n{_excerpt(self.text, column)}"
+        blank = _WS.match(self.text, column)
+        column = min(column if blank is None else blank.end(), len(self.text))
+        if column == len(self.text) and _COMMENT.match(self.text):
+            help_text += " ('#' starts a comment, which runs to the end of the line.)"
+        tail = f" {help_text.lstrip()}" if help_text else ""
+        where = _where(self.text, column)
+        message = f"{self.api}: {problem} at {where}.{tail}\n{_excerpt(self.text, column)}"
         raise SchemaParseError(message, text=self.text, column=column)
 
+    def found(self) -> str:
+        """What the reader sees next, for messages: ``'x'`` or ``end of text``."""
+        return describe_at(self.text, self.pos)
+
     def expected(self, what: str, help_text: str = "") -> NoReturn:
-        self.fail(f"expected {what} but found {describe_at(self.text, self.pos)}", help_text)
+        self.fail(f"expected {what} but found {self.found()}", help_text)
 
     def skip(self) -> None:
-        self.pos = _WS.match(self.text, self.pos).end()
+        blank = _WS.match(self.text, self.pos)
+        if blank is not None:  # always: the pattern matches the empty string
+            self.pos = blank.end()
 
     def peek(self) -> str:
         """The next non-space character, or "" at the end."""
@@ -71,11 +106,13 @@ class Cursor:
         if not self.accept(literal):
             self.expected(repr(literal), help_text)
 
-    def ident(self, what: str = "an identifier") -> str:
+    def ident(self, what: str = "an identifier", help_text: str = "") -> str:
         self.skip()
         match = _IDENT.match(self.text, self.pos)
         if match is None:
-            self.expected(what)
+            if self.text[self.pos : self.pos + 1].isdigit():
+                help_text = "Names start with a letter or '_'. " + help_text
+            self.expected(what, help_text.rstrip())
         self.pos = match.end()
         return match.group()
 

@@ -8,7 +8,12 @@ from pydantic import field_validator, model_validator
 
 from customop.exceptions import SchemaError
 from customop.schema._base import Frozen
-from customop.schema._defaults import Default, format_default, require_default_fits
+from customop.schema._defaults import (
+    Default,
+    coerce_default,
+    format_default,
+    require_default_fits,
+)
 from customop.schema._printer import PrintStyle, format_schema
 from customop.schema._types import (
     AliasInfo,
@@ -141,8 +146,13 @@ class Argument(Frozen):
 
     @model_validator(mode="after")
     def _check_default(self) -> Argument:
-        if self.default is not None:
-            require_default_fits(self.default.value, self.type, f"argument {self.name!r}")
+        default = self.default
+        if default is not None:
+            value = coerce_default(default.value, self.type)
+            require_default_fits(value, self.type, f"argument {self.name!r}")
+            if value is not default.value:
+                # As the parser does: `float x=1` holds 1.0 (frozen, hence the setattr).
+                object.__setattr__(self, "default", Default(value=value, spelling=default.spelling))
         return self
 
     @property

@@ -17,22 +17,74 @@ from __future__ import annotations
 import re
 
 from customop.schema._base import build
+from customop.schema._default_parser import parse_default
 from customop.schema._fastpath import fast_parse
 from customop.schema._lexer import Cursor
-from customop.schema._model import Argument, FunctionSchema, OperatorName, Return, check_overload_name
-from customop.schema._type_parser import parse_default, parse_type
+from customop.schema._model import (
+    Argument,
+    FunctionSchema,
+    OperatorName,
+    Return,
+    check_overload_name,
+)
+from customop.schema._type_parser import parse_type
 
 __all__ = ["parse_operator_name", "parse_schema", "parse_schema_or_name"]
 
-_IDENT = re.compile(r"[A-Za-z_]\w*")
+_IDENT = re.compile(r"[A-Za-z_]\w*", re.ASCII)
+_TYPE_AFTER_COLON = re.compile(r"\s*([A-Za-z_]\w*)", re.ASCII)
+_ARROW_TYPOS = frozenset({"'=>'", "':'", "'-'", "'>'", "'='", "'→'"})
+_STRICT_ONLY = "(or pass strict=False to read it as torch does)"
 
 
-def _slow_argument(cur: Cursor, kwarg_only: bool) -> Argument:
+def _slow_argument(cur: Cursor, kwarg_only: bool) -> tuple[Argument, int]:
+    """An argument, and where its name starts."""
+    cur.skip()
+    start = cur.pos
     tp = parse_type(cur)
-    name = cur.ident("an argument name after the type")
+    cur.skip()
+    found = _IDENT.match(cur.text, cur.pos)
+    if found is None:
+        type_text = cur.text[start : cur.pos].rstrip()
+        if cur.peek() == ":":
+            after_colon = _TYPE_AFTER_COLON.match(cur.text, cur.pos + 1)
+            meant = after_colon.group(1) if after_colon else "Type"
+            fix = f"The type comes first: write '{meant} {type_text}', not '{type_text}: {meant}'."
+        else:
+            fix = f"Each argument is written 'Type name', like '{type_text} x'."
+        if cur.peek().isdigit():
+            fix = "Names start with a letter or '_'. " + fix
+        cur.expected(f"an argument name after {type_text!r}", fix)
+    name = found.group()
+    cur.pos = found.end()
     default = parse_default(cur, tp, name) if cur.accept("=") else None
     values = {"name": name, "type": tp, "default": default, "kwarg_only": kwarg_only}
-    return build(Argument, values)
+    return build(Argument, values), found.start()
+
+
+def _separator(cur: Cursor, after: str, kind: str) -> None:
+    """The ',' between list items, with help when the closing ')' is missing."""
+    if cur.accept(","):
+        return
+    if cur.at_end() or cur.text.startswith("->", cur.pos):
+        where = "before '->'" if not cur.at_end() else "at the end"
+        cur.fail(f"missing ')' at the end of the {kind} list", f"Add ')' {where}.")
+    cur.expected(
+        f"',' or ')' after {after}", f"Separate {kind}s with ',' and close the list with ')'."
+    )
+
+
+def _list_item_start(cur: Cursor, kind: str, is_var: bool) -> None:
+    """Fail on an item after '...' or a trailing ',' (the cursor is just after a ',')."""
+    comma = cur.pos - 1
+    if cur.peek() == ")":
+        cur.fail(f"trailing ',' in the {kind} list", "Remove the ',' before ')'.", at=comma)
+    if is_var:
+        cur.fail(
+            f"{'an' if kind == 'argument' else 'a'} {kind} follows '...'",
+            f"'...' stands for any further {kind}s, so it must come last. "
+            f"Move '...' to the end of the {kind} list.",
+        )
 
 
 def _arguments(cur: Cursor, strict: bool) -> tuple[tuple[Argument, ...], bool]:
@@ -44,24 +96,36 @@ def _arguments(cur: Cursor, strict: bool) -> tuple[tuple[Argument, ...], bool]:
     while True:
         cur.skip()
         start = cur.pos
-        if is_vararg:
-            cur.expected("')'", "'...' must be the last argument.")
+        if args or is_vararg or star_seen:
+            _list_item_start(cur, "argument", is_vararg)
         if cur.accept("..."):
             is_vararg = True
+            last = "'...'"
         elif cur.accept("*"):
             if star_seen and strict:
-                cur.fail("'*' appears twice", "Write '*' once, before the keyword-only arguments.", at=start)
+                cur.fail(
+                    "'*' appears twice",
+                    "Every argument after the first '*' is already keyword-only. "
+                    f"Remove this '*' {_STRICT_ONLY}.",
+                    at=start,
+                )
             kwarg_only = star_seen = True
+            last = "'*'"
         else:
-            arg = _slow_argument(cur, kwarg_only)
+            arg, name_at = _slow_argument(cur, kwarg_only)
             if arg.name in names and strict:
-                at = cur.text.rfind(arg.name, start, cur.pos)
-                cur.fail(f"argument name {arg.name!r} appears twice", "Give each argument a unique name.", at=at)
+                cur.fail(
+                    f"argument name {arg.name!r} appears twice",
+                    "Calls bind arguments by name, so names must be unique. "
+                    f"Rename one of them {_STRICT_ONLY}.",
+                    at=name_at,
+                )
             names.add(arg.name)
             args.append(arg)
+            last = f"argument {arg.name!r}"
         if cur.accept(")"):
             return tuple(args), is_vararg
-        cur.expect(",", "Separate arguments with ',' and close the list with ')'.")
+        _separator(cur, last, "argument")
 
 
 def _one_return(cur: Cursor) -> Return:
@@ -76,6 +140,11 @@ def _one_return(cur: Cursor) -> Return:
 
 
 def _returns(cur: Cursor) -> tuple[tuple[Return, ...], bool]:
+    if cur.at_end():
+        cur.fail(
+            "missing return type after '->'",
+            "Write the return type, like '-> Tensor', or '-> ()' when the op returns nothing.",
+        )
     if cur.accept("..."):
         return (), True
     if not cur.accept("("):
@@ -83,41 +152,95 @@ def _returns(cur: Cursor) -> tuple[tuple[Return, ...], bool]:
     returns: list[Return] = []
     if cur.accept(")"):
         return (), False
+    is_varret = False
     while True:
+        if returns or is_varret:
+            _list_item_start(cur, "return", is_varret)
         if cur.accept("..."):
-            cur.expect(")", "'...' must be the last return.")
-            return tuple(returns), True
-        returns.append(_one_return(cur))
+            is_varret = True
+            last = "'...'"
+        else:
+            returns.append(_one_return(cur))
+            last = "a return"
         if cur.accept(")"):
-            return tuple(returns), False
-        cur.expect(",", "Separate returns with ',' and close the list with ')'.")
+            return tuple(returns), is_varret
+        _separator(cur, last, "return")
 
 
 def _operator_name(cur: Cursor) -> OperatorName:
+    cur.skip()
+    if cur.text.startswith("::", cur.pos):
+        cur.fail("missing namespace before '::'", "Operator names look like 'mylib::my_op'.")
     first = cur.ident("an operator name like 'mylib::my_op'")
     namespace, name = "", first
     if cur.accept("::"):
-        namespace, name = first, cur.ident("an operator name after '::'")
+        namespace = first
+        name = cur.ident(f"an operator name after '{first}::'", "Write 'mylib::my_op'.")
     overload = ""
+    qualified = f"{namespace}::{name}" if namespace else name
     if cur.accept("."):
         cur.skip()
         start = cur.pos
-        overload = cur.ident("an overload name after '.'")
+        overload = cur.ident(
+            f"an overload name after '{qualified}.'", "Write 'ns::name.overload', or drop the '.'."
+        )
         problem = check_overload_name(overload)
         if problem:
-            cur.fail(f"illegal overload name {overload!r}: {problem}", at=start)
+            fix = (
+                f"Write {qualified!r} for the default overload."
+                if overload == "default"
+                else "Choose a name that does not start with '__'."
+            )
+            cur.fail(
+                f"illegal overload name {overload!r}",
+                f"{problem[0].upper()}{problem[1:]}. {fix}",
+                at=start,
+            )
     return build(OperatorName, {"namespace": namespace, "name": name, "overload": overload})
+
+
+def _arrow(cur: Cursor) -> None:
+    if cur.accept("->"):
+        return
+    if cur.at_end():
+        cur.fail(
+            "missing '->' and the return type after the argument list",
+            "Every schema says what the op returns. "
+            "Add '-> Tensor', or '-> ()' when the op returns nothing.",
+        )
+    found = cur.found()
+    if found in _ARROW_TYPOS:
+        cur.expected("'->' after the argument list", f"Write '->' instead of {found}.")
+    if cur.peek() == "(" or _IDENT.match(cur.text, cur.pos):
+        cur.fail(
+            "missing '->' between the arguments and the return type",
+            f"A schema is 'name(args) -> returns'. Insert '->' before {found}.",
+        )
+    cur.expected("'->' after the argument list", "A schema is 'name(args) -> returns'.")
+
+
+def _end(cur: Cursor) -> None:
+    if cur.at_end():
+        return
+    found = cur.found()
+    if found == "','":
+        cur.fail(
+            "unexpected ',' after the return type",
+            "Several returns go in parentheses, like '-> (Tensor, Tensor)'.",
+        )
+    if found == "')'":
+        cur.fail("unexpected ')' after the returns", "It closes nothing. Remove it.")
+    cur.fail(
+        f"unexpected {found} after the returns",
+        "A schema ends with its returns: '-> Type' or '-> Type name'. Remove the extra text.",
+    )
 
 
 def _schema_after_name(cur: Cursor, name: OperatorName | None, strict: bool) -> FunctionSchema:
     arguments, is_vararg = _arguments(cur, strict)
-    cur.skip()
-    if cur.at_end():
-        cur.fail("the schema has no return type", "Add '-> ReturnType' after ')' (or '-> ()' for none).")
-    cur.expect("->", "A schema is 'name(args) -> returns'.")
+    _arrow(cur)
     returns, is_varret = _returns(cur)
-    if not cur.at_end():
-        cur.expected("the end of the schema")
+    _end(cur)
     values = {
         "name": name,
         "arguments": arguments,
@@ -128,17 +251,34 @@ def _schema_after_name(cur: Cursor, name: OperatorName | None, strict: bool) -> 
     return build(FunctionSchema, values)
 
 
-def parse_schema_or_name(text: str, *, strict: bool = True) -> FunctionSchema | OperatorName:
-    """Parse a schema, or a bare operator name when the text stops after the name."""
-    schema = fast_parse(text)
-    if schema is not None:
-        return schema
-    cur = Cursor(text, "parse_schema")
+def _parse_general(text: str, strict: bool, api: str) -> FunctionSchema | OperatorName:
+    """The general parser alone (the fast path's tests compare against it)."""
+    cur = Cursor(text, api)
+    if cur.at_end():
+        cur.fail("empty schema text", "Write a schema like 'mylib::my_op(Tensor x) -> Tensor'.")
     name = None if cur.peek() == "(" else _operator_name(cur)
     if name is not None and cur.at_end():
         return name
-    cur.expect("(", "A schema is 'name(args) -> returns'.")
+    if not cur.accept("("):
+        cur.expected(
+            f"'(' after the operator name {str(name)!r}",
+            "A schema is 'ns::name.overload(args) -> returns'.",
+        )
     return _schema_after_name(cur, name, strict)
+
+
+def _parse(text: object, strict: bool, api: str) -> FunctionSchema | OperatorName:
+    if not isinstance(text, str):
+        raise TypeError(f"{api}: expected schema text (a str), got {text!r}.")
+    schema = fast_parse(text)
+    if schema is not None:
+        return schema
+    return _parse_general(text, strict, api)
+
+
+def parse_schema_or_name(text: str, *, strict: bool = True) -> FunctionSchema | OperatorName:
+    """Parse a schema, or a bare operator name when the text stops after the name."""
+    return _parse(text, strict, "parse_schema_or_name")
 
 
 def parse_schema(text: str, *, strict: bool = True) -> FunctionSchema:
@@ -153,13 +293,12 @@ def parse_schema(text: str, *, strict: bool = True) -> FunctionSchema:
     ships one such schema, ``static_runtime::clamp_nan_to_num``) and a second
     ``*``. Such a schema is for reading only: `Dispatcher.register_def` refuses it.
     """
-    if not isinstance(text, str):
-        raise TypeError(f"parse_schema: expected schema text (a str), got {text!r}.")
-    result = parse_schema_or_name(text, strict=strict)
+    result = _parse(text, strict, "parse_schema")
     if isinstance(result, OperatorName):
         Cursor(text, "parse_schema").fail(
             f"{text.strip()!r} is an operator name, not a schema",
-            "Add '(args) -> returns', or use parse_operator_name for a bare name.",
+            "A schema also lists the arguments and returns. Add '(args) -> returns', "
+            "or call parse_operator_name for a bare name.",
             at=len(text),
         )
     return result
@@ -170,7 +309,13 @@ def parse_operator_name(text: str) -> OperatorName:
     if not isinstance(text, str):
         raise TypeError(f"parse_operator_name: expected a str, got {text!r}.")
     cur = Cursor(text, "parse_operator_name")
+    if cur.at_end():
+        cur.fail("empty operator name", "Write a name like 'mylib::my_op' or 'mylib::my_op.out'.")
     name = _operator_name(cur)
     if not cur.at_end():
-        cur.expected("the end of the operator name")
+        cur.expected(
+            "the end of the operator name",
+            "An operator name is 'ns::name' or 'ns::name.overload'; "
+            "parse a whole schema with parse_schema.",
+        )
     return name

@@ -12,8 +12,11 @@ __all__ = ["PrintStyle", "format_schema"]
 PrintStyle = Literal["canonical", "source"]
 
 
-def _format_returns(schema: FunctionSchema) -> str:
-    returns = [str(r) for r in schema.returns]
+def _format_returns(schema: FunctionSchema, style: PrintStyle) -> str:
+    returns = [
+        f"{r.type.format(style)} {r.name}" if r.name else r.type.format(style)
+        for r in schema.returns
+    ]
     single = len(returns) == 1 and not schema.is_varret
     # Like torch: one return needs no parentheses, unless it starts with one
     # (`-> ((str, t)[])` would otherwise read as a tuple of two returns).
@@ -37,4 +40,4 @@ def format_schema(schema: FunctionSchema, style: PrintStyle = "canonical") -> st
     if schema.is_vararg:
         parts.append("...")
     name = "" if schema.name is None else str(schema.name)
-    return f"{name}({', '.join(parts)}) -> {_format_returns(schema)}"
+    return f"{name}({', '.join(parts)}) -> {_format_returns(schema, style)}"

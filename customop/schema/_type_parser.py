@@ -7,18 +7,11 @@ message is produced here, with the caret in the right place.
 
 from __future__ import annotations
 
-import difflib
 import re
-from typing import Any
 
 from customop.schema._base import build
-from customop.schema._defaults import (
-    ENUM_DEFAULTS,
-    SCALAR_TYPE_CODES,
-    Default,
-    check_default,
-)
-from customop.schema._lexer import Cursor
+from customop.schema._lexer import MAX_DEPTH, Cursor
+from customop.schema._type_names import type_name_problem
 from customop.schema._types import (
     BASE_TYPE_NAMES,
     AliasInfo,
@@ -35,30 +28,21 @@ from customop.schema._types import (
     suggest_type_name,
 )
 
-__all__ = ["parse_default", "parse_type"]
+__all__ = ["parse_type", "type_name_problem"]
 
-#: C++ and Python spellings users write by habit, and the schema type they mean.
-_HABITS: dict[str, str] = {
-    "double": "float", "int64_t": "int", "int32_t": "int", "long": "int", "size_t": "int",
-    "integer": "int", "string": "str", "boolean": "bool", "tensor": "Tensor",
-    "scalar": "Scalar", "symint": "SymInt", "dtype": "ScalarType", "device": "Device",
-    "list": "T[]", "List": "T[]", "Optional": "T?", "optional": "T?", "Tuple": "(A, B)",
-    "tuple": "(A, B)", "dict": "Dict(K, V)", "Union": "Union(A, B)",
-}  # fmt: skip
-_LOWER_TYPE_NAMES = sorted(n for n in BASE_TYPE_NAMES if n[0].islower())
+
+#: C++ and Python spellings users write by habit: why they are wrong, and what to write.
 _WRAPPERS = frozenset({"Future", "Await", "RRef"})
-_NUMBER = re.compile(r"(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?j?")
 _SIZE = re.compile(r"\d+")
-_STRING = re.compile(r""""(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'""")
-_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v": "\v"}
-_ESCAPE = re.compile(r"\\(?:([0-7]{1,3})|(.))", re.DOTALL)
-_FLOAT_TYPES = frozenset({"float", "SymFloat"})
+
+
+_ALIAS_FORMS = "Alias annotations look like (a), (a!), (a|b) or (a -> *)."
 
 
 def _alias_sets(cur: Cursor) -> tuple[str, ...]:
     sets = []
     while True:
-        sets.append("*" if cur.accept("*") else cur.ident("an alias set name like 'a' or '*'"))
+        sets.append("*" if cur.accept("*") else cur.ident("an alias set name", _ALIAS_FORMS))
         if not cur.accept("|"):
             return tuple(sets)
 
@@ -69,58 +53,79 @@ def parse_alias(cur: Cursor) -> AliasInfo | None:
         return build(AliasInfo, {"before": (), "after": (), "is_write": True})
     if not cur.accept("("):
         return None
+    if cur.peek() == ")":
+        cur.fail(
+            "empty alias annotation '()'",
+            "An alias annotation names an alias set, like Tensor(a) or Tensor(a!). "
+            "Name the set, or remove the '()'.",
+            at=cur.pos - 1,
+        )
     before = _alias_sets(cur)
     is_write = cur.accept("!")
+    if is_write and cur.peek() == "!":
+        cur.fail(
+            "'!' written twice in an alias annotation",
+            "One '!' marks the value as written to, like Tensor(a!). Remove the second '!'.",
+        )
     after = _alias_sets(cur) if cur.accept("->") else before
-    cur.expect(")", "Alias annotations look like (a), (a!) or (a -> *).")
+    if not cur.accept(")"):
+        cur.expected("')' to close the alias annotation", _ALIAS_FORMS)
     return build(AliasInfo, {"before": before, "after": after, "is_write": is_write})
 
 
-def _type_list(cur: Cursor, closing: str = ")") -> tuple[SchemaType, ...]:
+def _type_list(cur: Cursor, what: str, form: str) -> tuple[SchemaType, ...]:
     items = [parse_type(cur)]
     while cur.accept(","):
         items.append(parse_type(cur))
-    cur.expect(closing)
+    if not cur.accept(")"):
+        cur.expected(f"',' or ')' in {what}", f"Write {form}.")
     return tuple(items)
 
 
-def _reject_habit(cur: Cursor, name: str, start: int) -> None:
-    meant = _HABITS.get(name)
-    if meant is None and name[0].islower():
-        close = difflib.get_close_matches(name, _LOWER_TYPE_NAMES, n=1, cutoff=0.75)
-        meant = close[0] if close else None
-    elif meant is None:
-        meant = suggest_type_name(name) or ""
-        if not meant:
-            cur.fail(
-                f"unknown type {name!r}",
-                "Schema types are Tensor, int, SymInt, float, bool, str, Scalar, "
-                "ScalarType, Device, T?, T[], Dict(K, V), ...; see the schema docs.",
-                at=start,
-            )
-    if meant:
-        cur.fail(f"unknown type {name!r}", f"Did you mean {meant!r}?", at=start)
+def _unknown_type(cur: Cursor, name: str, start: int) -> None:
+    """Fail for a name that is no type; return when it is a type variable."""
+    if cur.peek() == "." and not cur.text.startswith("...", cur.pos):
+        while cur.accept("."):
+            name += "." + cur.ident("a name after '.'")
+        last = name.rsplit(".", 1)[1]
+        meant = last if last in BASE_TYPE_NAMES else suggest_type_name(last)
+        fix = f"Write {meant!r}." if meant else "Only __torch__ class names have dots."
+        cur.fail(f"unknown type {name!r}", f"Schema types have no module prefix. {fix}", at=start)
+    problem = type_name_problem(name)
+    if problem is not None:
+        cur.fail(f"unknown type {name!r}", problem, at=start)
 
 
 def _named_type(cur: Cursor, name: str, start: int) -> SchemaType:
     if name == "Dict":
-        cur.expect("(", "Write Dict(K, V).")
+        dict_help = "A Dict names its key and value types, like Dict(str, Tensor)."
+        if not cur.accept("("):
+            cur.expected("'(' after 'Dict'", dict_help)
         key = parse_type(cur)
-        cur.expect(",", "Write Dict(K, V).")
+        if not cur.accept(","):
+            cur.expected("',' and the value type of the Dict", dict_help)
         value = parse_type(cur)
-        cur.expect(")", "Write Dict(K, V).")
+        if not cur.accept(")"):
+            cur.expected("')' to close Dict(", dict_help)
         alias = parse_alias(cur)
         return build(DictType, {"kind": "dict", "key": key, "value": value, "alias": alias})
     if name in _WRAPPERS:
-        cur.expect("(", f"Write {name}(T).")
+        if not cur.accept("("):
+            cur.expected(f"'(' after {name!r}", f"Write {name}(T), like {name}(Tensor).")
         elem = parse_type(cur)
-        cur.expect(")", f"Write {name}(T).")
+        if not cur.accept(")"):
+            cur.expected(f"')' to close {name}(", f"Write {name}(T), like {name}(Tensor).")
         return build(FutureType, {"kind": "future", "wrapper": name, "elem": elem})
     if name == "Union" and cur.peek() == "(":
         cur.accept("(")
-        elems = _type_list(cur)
+        elems = _type_list(cur, "the Union", "Union(A, B), like Union(int, str)")
         if len(elems) < 2:
-            cur.fail("a Union needs at least two member types", "Write Union(A, B).", at=start)
+            cur.fail(
+                f"Union({elems[0]}) has only one member type",
+                f"A Union chooses between two or more types. Write {str(elems[0])!r} "
+                "itself, or add members, like Union(int, str).",
+                at=start,
+            )
         return build(UnionType, {"kind": "union", "elems": elems, "alias": parse_alias(cur)})
     if name == "__torch__":
         while cur.accept("."):
@@ -132,111 +137,77 @@ def _named_type(cur: Cursor, name: str, start: int) -> SchemaType:
         name = "NoneType"
     if name in BASE_TYPE_NAMES:
         return build(BaseType, {"kind": "base", "name": name, "alias": parse_alias(cur)})
-    _reject_habit(cur, name, start)
+    _unknown_type(cur, name, start)
     return build(VarType, {"kind": "var", "name": name, "alias": parse_alias(cur)})
 
 
+def _height(tp: SchemaType) -> int:
+    """How many levels deep ``tp`` nests (iteratively: the tree may be deep)."""
+    height, stack = 0, [(tp, 1)]
+    while stack:
+        node, level = stack.pop()
+        height = max(height, level)
+        children = [getattr(node, f) for f in ("elem", "key", "value") if hasattr(node, f)]
+        children += getattr(node, "elems", ())
+        stack.extend((child, level + 1) for child in children)
+    return height
+
+
 def parse_type(cur: Cursor) -> SchemaType:
-    """A full type with its postfix ``?``, ``[]``, ``[N]`` and list alias annotations."""
+    """A full type with its postfix ``?``, ``[]``, ``[N]`` and list alias annotations.
+
+    Types nest at most `MAX_DEPTH` levels, so that printing, validating and
+    JSON (whose parser stops at 200 levels) never hit a recursion limit.
+    """
     cur.skip()
     start = cur.pos
-    tp: SchemaType
+    if cur.depth >= MAX_DEPTH:
+        cur.fail(f"the type nests more than {MAX_DEPTH} levels deep", "Simplify the type.")
+    cur.depth += 1
+    try:
+        tp = _postfix(cur, _base_type(cur, start))
+    finally:
+        cur.depth -= 1
+    # Postfix chains (`T[][]...`) deepen a type without recursion: check the whole
+    # tree once, at the top, and only when its text is long enough to be deep.
+    if cur.depth == 0 and cur.pos - start > MAX_DEPTH and _height(tp) > MAX_DEPTH:
+        cur.fail(
+            f"the type nests more than {MAX_DEPTH} levels deep", "Simplify the type.", at=start
+        )
+    return tp
+
+
+def _base_type(cur: Cursor, start: int) -> SchemaType:
     if cur.accept("("):
-        tp = build(TupleType, {"kind": "tuple", "elems": () if cur.accept(")") else _type_list(cur)})
-    else:
-        tp = _named_type(cur, cur.ident("a type"), start)
+        elems = (
+            ()
+            if cur.accept(")")
+            else _type_list(cur, "the tuple type", "(A, B), like (Tensor, int)")
+        )
+        return build(TupleType, {"kind": "tuple", "elems": elems})
+    help_text = "A list of T is written 'T[]', like 'int[]'." if cur.peek() == "[" else ""
+    return _named_type(cur, cur.ident("a type", help_text), start)
+
+
+def _postfix(cur: Cursor, tp: SchemaType) -> SchemaType:
     while True:
         if cur.accept("?"):
             tp = build(OptionalType, {"kind": "optional", "elem": tp})
         elif cur.accept("["):
             found = cur.match(_SIZE)
-            cur.expect("]", "List types are written T[] or T[N].")
+            if found is not None and len(found.group()) > 18:
+                cur.fail(
+                    "the list size is too large",
+                    "A fixed list size is a small whole number, like int[2].",
+                    at=found.start(),
+                )
+            if not cur.accept("]"):
+                cur.expected(
+                    "a size or ']' in the list type",
+                    "List types are written T[] or T[N] with N >= 0, like int[2].",
+                )
             size = int(found.group()) if found else None
             alias = parse_alias(cur)
             tp = build(ListType, {"kind": "list", "elem": tp, "size": size, "alias": alias})
         else:
             return tp
-
-
-def _unescape(cur: Cursor, body: str, start: int) -> str:
-    def replace(found: re.Match[str]) -> str:
-        if found.group(1):
-            return chr(int(found.group(1), 8))
-        char = found.group(2)
-        if char in "\\'\"":
-            return char
-        if char in _ESCAPES:
-            return _ESCAPES[char]
-        cur.fail(f"unknown escape '\\{char}' in a string default", at=start + found.start())
-
-    return _ESCAPE.sub(replace, body)
-
-
-def _scalar_literal(cur: Cursor) -> Any:
-    cur.skip()
-    start = cur.pos
-    quoted = cur.match(_STRING)
-    if quoted is not None:
-        return _unescape(cur, quoted.group()[1:-1], start + 1)
-    negative = cur.accept("-")
-    number = cur.match(_NUMBER)
-    if number is not None:
-        text = number.group()
-        value: Any = complex(text) if text.endswith("j") else (
-            float(text) if any(c in text for c in ".eE") else int(text)
-        )  # fmt: skip
-        return -value if negative else value
-    word = cur.ident("a default value (a number, string, True, False, None or [...])")
-    if word in ("inf", "nan"):
-        return -float(word) if negative else float(word)
-    if negative:
-        cur.fail(f"expected a number after '-' but found {word!r}", at=start)
-    constants: dict[str, Any] = {"True": True, "False": False, "None": None}
-    if word in constants:
-        return constants[word]
-    if word in ENUM_DEFAULTS or word in SCALAR_TYPE_CODES:
-        return ENUM_DEFAULTS.get(word, SCALAR_TYPE_CODES.get(word))
-    cur.fail(
-        f"invalid default value {word!r}",
-        "Identifier defaults are dtype names (long, float32, ...), strided, Mean and "
-        "contiguous_format; quote strings, like \"mean\".",
-        at=start,
-    )
-
-
-def _coerce(value: Any, tp: SchemaType) -> Any:
-    """Apply torch's conversions: an int default of a float type is a float,
-    a scalar default of a fixed-size list ``int[2] x=1`` repeats."""
-    # torch converts only a plain `float`, so `float? x=1` keeps printing as 1.
-    inner = tp.elem if isinstance(tp, OptionalType) else tp
-    if isinstance(inner, ListType):
-        if not isinstance(value, tuple) and value is not None and inner.size is not None:
-            return (value,) * inner.size
-        if isinstance(value, tuple):
-            return tuple(_coerce(v, inner.elem) for v in value)
-    is_float = isinstance(tp, BaseType) and tp.name in _FLOAT_TYPES
-    if is_float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    return value
-
-
-def parse_default(cur: Cursor, tp: SchemaType, arg_name: str) -> Default:
-    """A default literal, converted to ``tp`` and checked to fit it."""
-    cur.skip()
-    start = cur.pos
-    if cur.accept("["):
-        items: list[Any] = []
-        if not cur.accept("]"):
-            items.append(_scalar_literal(cur))
-            while cur.accept(","):
-                items.append(_scalar_literal(cur))
-            cur.expect("]", "List defaults look like [0, 1].")
-        value: Any = tuple(items)
-    else:
-        value = _scalar_literal(cur)
-    value = _coerce(value, tp)
-    problem = check_default(value, tp)
-    if problem is not None:
-        cur.fail(f"default of argument {arg_name!r} does not fit its type {tp}: {problem}", at=start)
-    spelling = cur.text[start : cur.pos].rstrip()
-    return build(Default, {"value": value, "spelling": spelling})

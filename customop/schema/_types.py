@@ -9,13 +9,20 @@ walk of the tree.
 
 from __future__ import annotations
 
-import difflib
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from customop.exceptions import SchemaError
 from customop.schema._base import Frozen
+from customop.schema._type_names import (
+    BASE_TYPE_NAMES,
+    CANONICAL_NAMES,
+    WILDCARD,
+    is_identifier,
+    suggest_type_name,
+    type_name_problem,
+)
 
 __all__ = [
     "BASE_TYPE_NAMES",
@@ -34,33 +41,6 @@ __all__ = [
     "is_identifier",
     "suggest_type_name",
 ]
-
-#: Every base type name torch's schema grammar knows (``None`` is read as ``NoneType``).
-BASE_TYPE_NAMES: frozenset[str] = frozenset(
-    {
-        "Tensor", "int", "float", "bool", "str", "complex", "Scalar", "ScalarType",
-        "Layout", "MemoryFormat", "Device", "Generator", "Storage", "Stream", "QScheme",
-        "Dimname", "SymInt", "SymFloat", "SymBool", "Any", "AnyEnumType", "AnyClassType",
-        "NoneType", "ConstQuantizerPtr", "Capsule", "number", "DeviceIndex",
-    }
-)  # fmt: skip
-
-#: Source spellings that torch's C++ printer shows as another type (torchgen's aliases).
-CANONICAL_NAMES: dict[str, str] = {"DeviceIndex": "int"}
-
-WILDCARD = "*"
-
-
-def is_identifier(text: str) -> bool:
-    return text.isidentifier() and text.isascii()
-
-
-def suggest_type_name(name: str) -> str | None:
-    """The known type name closest to ``name``, for "did you mean" help."""
-    close = difflib.get_close_matches(name, sorted(BASE_TYPE_NAMES), n=1, cutoff=0.6)
-    if not close:
-        close = [n for n in BASE_TYPE_NAMES if n.lower() == name.lower()]
-    return close[0] if close else None
 
 
 class AliasInfo(Frozen):
@@ -179,6 +159,9 @@ class VarType(_Type):
                 f"{name!r} is not a type variable name. "
                 "Type variables are lower-case identifiers that are not type names, like 't'."
             )
+        problem = type_name_problem(name)
+        if problem is not None:  # a habit like `double`: the parser rejects it too
+            raise SchemaError(f"{name!r} is not a type variable name: {problem}")
         return name
 
     def format(self, style: str = "canonical") -> str:
