@@ -11,9 +11,12 @@ import customop
 PUBLIC = {
     "customop": [
         "FunctionSchema",
+        "MutatesArgs",
         "RegistrationError",
         "SchemaError",
         "SchemaParseError",
+        "Tensor",
+        "infer_schema",
         "parse_operator_name",
         "parse_schema",
     ],
