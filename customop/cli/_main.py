@@ -6,6 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from customop.cli._gen import add_gen_command, run_gen
 from customop.cli._schema import explain_schema
 
 __all__ = ["main"]
@@ -23,6 +24,7 @@ def _parser() -> argparse.ArgumentParser:
         "--style", choices=("canonical", "source"), default="canonical",
         help="how to print the schema back (default: torch's canonical spelling)",
     )  # fmt: skip
+    add_gen_command(commands)
     return parser
 
 
@@ -32,7 +34,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "schema":
             print(explain_schema(args.text, args.style))
-    except (ValueError, TypeError, LookupError, RuntimeError, OSError) as error:
+        elif args.command == "gen":
+            print(run_gen(args))
+    except (ValueError, TypeError, LookupError, RuntimeError, OSError, ImportError) as error:
         if args.debug:
             raise
         first_line = str(error).splitlines()[0] if str(error) else type(error).__name__

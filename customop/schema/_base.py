@@ -103,7 +103,7 @@ def build(cls: type[_M], values: dict[str, Any]) -> _M:
     """
     obj = _new(cls)
     _set(obj, "__dict__", values)
-    _set_fields(obj, cls._fields_set)
+    _set_fields(obj, set(cls._fields_set))  # a set: model_copy updates it in place
     _set_extra(obj, None)
     _set_private(obj, None)
     return obj

@@ -1,0 +1,48 @@
+"""``customop gen OPS.yaml --out DIR``: declarations to a registration module and stubs."""
+
+from __future__ import annotations
+
+import argparse
+
+from customop.codegen import GenOptions, generate
+
+__all__ = ["add_gen_command", "run_gen"]
+
+
+def add_gen_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    gen = commands.add_parser(
+        "gen",
+        help="generate a registration module and typed stubs from YAML declarations",
+        description=(
+            "Read OPS.yaml (PyTorch's native_functions.yaml format) and write DIR/NAME.py, "
+            "which registers the operators when imported, and DIR/NAME.pyi, its typed stub. "
+            "Every problem of the file is reported, one line each, before anything is written."
+        ),
+    )
+    gen.add_argument("yaml", metavar="OPS.yaml", help="the declaration file")
+    gen.add_argument("--out", metavar="DIR", required=True, help="directory to write into")
+    gen.add_argument("--name", help="module name of the generated files (default: the YAML stem)")
+    gen.add_argument(
+        "--namespace", default="aten",
+        help="namespace of funcs written without 'ns::' (default: aten, as in torchgen)",
+    )  # fmt: skip
+    gen.add_argument(
+        "--kernels", metavar="MODULE",
+        help="module that bare kernel names (e.g. 'add_out') live in; "
+        "without it they are reported as unbound and not registered",
+    )  # fmt: skip
+    gen.add_argument(
+        "--tags", metavar="FILE",
+        help="tags file (torch's tags.yaml format) to check tags against (default: built-in)",
+    )  # fmt: skip
+    gen.add_argument("--quiet", action="store_true", help="print only the files written")
+
+
+def run_gen(args: argparse.Namespace) -> str:
+    options = GenOptions(
+        namespace=args.namespace, kernels=args.kernels, tags_file=args.tags, module_name=args.name
+    )
+    files = generate(args.yaml, args.out, options)
+    lines = [f"wrote {files.module}", f"wrote {files.stub}"]
+    report = files.report.format()
+    return "\n".join(lines + ([] if args.quiet else [report]))

@@ -1,0 +1,230 @@
+"""``load_declarations``: a YAML file to validated `Declaration`s, or every problem at once.
+
+Each problem is one line, ``<file>:<line>: entry '<func>': <what>. <why>. <fix>``,
+so editors can jump to it. All entries are checked before anything is raised.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from customop.codegen._entry import Entry, EntryContext, did_you_mean, split_keys
+from customop.codegen._model import Declaration, DeclarationFile, GenOptions, KernelBinding
+from customop.codegen._names import RESERVED_OP_NAMES, python_name
+from customop.codegen._stubs import STUB_HELPERS
+from customop.codegen._tables import (
+    BUILTIN_TAGS,
+    CUSTOMOP_KEYS,
+    FIELD_EXAMPLES,
+    TORCH_ONLY_FIELDS,
+    USED_FIELDS,
+)
+from customop.codegen._yaml import LinedDict, LinedList, line_of, load_tags, read_yaml
+from customop.exceptions import CodegenError
+
+__all__ = ["load_declarations"]
+
+
+class _Problems:
+    """Problems of one file, each formatted ``<file>:<line>: <subject>: <message>``."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.found: list[tuple[int, str]] = []
+
+    def add(self, line: int, subject: str, message: str) -> None:
+        self.found.append((line, f"{self.path}:{line}: {subject}: {message}"))
+
+    def raise_if_any(self) -> None:
+        """Raise the problems found so far, in line order (stable within a line)."""
+        if self.found:
+            lines = tuple(text for _, text in sorted(self.found, key=lambda found: found[0]))
+            raise CodegenError("\n".join(lines), problems=lines)
+
+
+def _context(options: GenOptions) -> EntryContext:
+    if options.tags_file is None:
+        return EntryContext(options.namespace, options.kernels, BUILTIN_TAGS, "the built-in tags")
+    tags = load_tags(options.tags_file)
+    return EntryContext(options.namespace, options.kernels, tags, str(options.tags_file))
+
+
+def _subject(raw: Any, index: int) -> str:
+    func = raw.get("func") if isinstance(raw, dict) else None
+    return f"entry {func!r}" if isinstance(func, str) else f"entry #{index + 1} (no func)"
+
+
+def _pydantic_message(item: Any) -> str:
+    loc = item["loc"]
+    field = str(loc[0]) if loc else ""
+    cause = item.get("ctx", {}).get("error")
+    if cause is not None:
+        return str(cause)
+    if item["type"] == "extra_forbidden":
+        fix = did_you_mean(field, (*USED_FIELDS, *TORCH_ONLY_FIELDS)) or (
+            f"Remove it; the fields customop uses are {', '.join(USED_FIELDS)}."
+        )
+        return (
+            f"unknown field {field!r}. It is not a native_functions.yaml field, so it would be "
+            f"lost silently. {fix}"
+        )
+    example = FIELD_EXAMPLES.get(field, "in native_functions.yaml")
+    if item["type"] == "missing":
+        return f"field {field!r} is missing. Every entry declares an operator. Add {example}."
+    where = ".".join(str(part) for part in loc)
+    return f"{where} is {item['input']!r}: {item['msg']}. Write it like {example}."
+
+
+def _duplicates(raw: LinedDict, problems: _Problems, subject: str) -> None:
+    """YAML keeps the last of two equal keys silently; a declaration file should not."""
+    mappings = [("field", raw)]
+    if isinstance(raw.get("dispatch"), LinedDict):
+        mappings.append(("dispatch key", raw["dispatch"]))
+    for what, mapping in mappings:
+        for key, line in mapping.duplicates:
+            problems.add(
+                line,
+                subject,
+                f"{what} {key!r} appears twice (first at line {mapping.key_lines[key]}). "
+                "YAML keeps only the last one, so the first would be lost. Remove one.",
+            )
+
+
+def _bindings(
+    entry: Entry, raw: LinedDict, problems: _Problems, subject: str
+) -> tuple[list[KernelBinding], list[str]]:
+    """The entry's kernels for customop keys, and the PyTorch-only keys it names."""
+    bindings: dict[str, KernelBinding] = {}
+    unused: list[str] = []
+    for group, kernel in entry.dispatch.items():
+        line = line_of(raw, ("dispatch", group), raw.line)
+        written = str(raw["dispatch"][group])
+        for key in split_keys(group):
+            if key not in CUSTOMOP_KEYS:
+                unused.append(key)
+            elif key in bindings:
+                problems.add(
+                    line,
+                    subject,
+                    f"dispatch key {key!r} has two kernels ({bindings[key].written!r} and "
+                    f"{written!r}). A key runs one kernel per operator. Remove one.",
+                )
+            else:
+                bindings[key] = KernelBinding(key=key, kernel=kernel, written=written, line=line)
+    return list(bindings.values()), unused
+
+
+class _NameCheck:
+    """Each operator is declared once, and each gets a distinct, usable Python name."""
+
+    def __init__(self, problems: _Problems) -> None:
+        self.problems = problems
+        self.lines: dict[str, int] = {}
+        # Python name -> the schema name that took it, per scope (module, namespace, packet).
+        self.taken: dict[tuple[str, ...], str] = {("unregister",): "the unregister() function"}
+
+    def check(self, decl: Declaration, subject: str) -> bool:
+        """False, with a problem, when the operator was declared before."""
+        name, line = decl.name, decl.line
+        if str(name) in self.lines:
+            self.problems.add(
+                line,
+                subject,
+                f"operator {str(name)!r} is declared twice (first at line {self.lines[str(name)]})"
+                ". A name and overload name one operator. Rename one overload or drop one entry.",
+            )
+            return False
+        self.lines[str(name)] = line
+        if name.name in RESERVED_OP_NAMES:
+            self.problems.add(
+                line,
+                subject,
+                f"operator name {name.name!r} is an attribute of every Python object, so "
+                f"ops.{name.namespace}.{name.name} could not reach the operator. Rename it.",
+            )
+        overload = name.overload or "default"
+        for scope, written in (((), name.namespace), ((name.namespace,), name.name)):
+            self._distinct(scope, written, line, subject)
+        self._distinct((name.namespace, name.name), overload, line, subject)
+        return True
+
+    def _distinct(self, scope: tuple[str, ...], written: str, line: int, subject: str) -> None:
+        attribute = python_name(written)
+        if attribute in STUB_HELPERS:
+            self.problems.add(
+                line,
+                subject,
+                f"name {written!r} is one the typed stub uses for its own helpers, so the "
+                "stub could not describe it. Rename it.",
+            )
+        first = self.taken.setdefault((*scope, attribute), written)
+        if first != written:
+            self.problems.add(
+                line,
+                subject,
+                f"{written!r} and {first!r} both become the Python name {attribute!r} "
+                "(keywords get a trailing '_'). Rename one of them.",
+            )
+
+
+def _declaration(
+    raw: Any, index: int, line: int, context: EntryContext, names: _NameCheck
+) -> Declaration | None:
+    problems, subject = names.problems, _subject(raw, index)
+    if not isinstance(raw, LinedDict):
+        problems.add(
+            line,
+            subject,
+            f"the entry is a {type(raw).__name__}, not a mapping. Each entry maps field names "
+            "to values. Write it as '- func: ...' with further fields indented below.",
+        )
+        return None
+    _duplicates(raw, problems, subject)
+    try:
+        entry = Entry.model_validate(raw, context=context)
+    except ValidationError as error:
+        for item in error.errors(include_url=False):
+            problems.add(line_of(raw, item["loc"], raw.line), subject, _pydantic_message(item))
+        return None
+    bindings, unused_keys = _bindings(entry, raw, problems, subject)
+    decl = Declaration(
+        func=entry.func,
+        line=raw.line,
+        variants=entry.variants,
+        dispatch=tuple(bindings),
+        tags=entry.tags,
+        python_module=entry.python_module,
+        unused_fields=tuple(key for key in raw if key in TORCH_ONLY_FIELDS),
+        unused_keys=tuple(unused_keys),
+    )
+    return decl if names.check(decl, subject) else None
+
+
+def load_declarations(path: str | Path, options: GenOptions | None = None) -> DeclarationFile:
+    """Read and validate a declaration file (the native_functions.yaml format).
+
+    Raises `CodegenError` listing every problem of the file, one per line,
+    each with the file, the line and the entry's func.
+    """
+    path, options = Path(path), options or GenOptions()
+    data = read_yaml(path)
+    problems = _Problems(path)
+    if data is not None and not isinstance(data, LinedList):
+        problems.add(
+            getattr(data, "line", 1),
+            "file",
+            "the file is not a list of entries. A declaration file lists one mapping per "
+            "operator. Start each entry with '- func: ...'.",
+        )
+        problems.raise_if_any()
+    context, names = _context(options), _NameCheck(problems)
+    entries = data or LinedList()
+    decls = [
+        _declaration(raw, index, entries.item_lines[index], context, names)
+        for index, raw in enumerate(entries)
+    ]
+    problems.raise_if_any()
+    return DeclarationFile(path=str(path), declarations=tuple(d for d in decls if d is not None))

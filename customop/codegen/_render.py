@@ -1,0 +1,100 @@
+"""The registration module: one DEF library per namespace, one IMPL library per key.
+
+Kernels are imported eagerly, at the top of the module, and registered as
+the very function objects the YAML names: a call dispatches straight to the
+kernel, with no trampoline frame (DESIGN §8), and a wrong kernel path fails
+when the module is imported rather than at some later first call.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from customop.codegen import _templates as t
+from customop.codegen._model import Declaration, DeclarationFile
+from customop.codegen._names import python_name
+from customop.codegen._tables import CUSTOMOP_KEYS
+
+__all__ = ["py_string", "py_tuple", "render_registration", "source_name"]
+
+
+def py_string(text: str) -> str:
+    """A double-quoted Python literal of ``text`` (a JSON string is one)."""
+    return json.dumps(text)
+
+
+def py_tuple(items: list[str]) -> str:
+    """A Python tuple display of ready expressions: ``(a,)``, ``(a, b)``."""
+    return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+
+
+def source_name(declarations: DeclarationFile) -> str:
+    """The YAML file as generated headers name it: its file name, so output is the
+    same wherever the file lives."""
+    return Path(declarations.path).name
+
+
+def _define(var: str, decl: Declaration) -> str:
+    tags = f", tags={py_tuple([py_string(tag) for tag in decl.tags])}" if decl.tags else ""
+    return f"{var}.define({py_string(decl.define_text)}{tags})"
+
+
+def _namespace_blocks(namespace: str, decls: list[Declaration]) -> tuple[str, list[str]]:
+    """The DEF block and the IMPL blocks of one namespace, and their variable names."""
+    def_var = f"_def_{namespace}"
+    blocks = [
+        t.DEF_LIBRARY.substitute(
+            namespace=namespace,
+            var=def_var,
+            defines="\n".join(_define(def_var, decl) for decl in decls),
+        )
+    ]
+    names = [def_var]
+    impls: dict[str, list[tuple[str, str]]] = {}  # key -> (name.overload, kernel expression)
+    for decl in decls:
+        overload = decl.name.name + (f".{decl.name.overload}" if decl.name.overload else "")
+        for binding in decl.dispatch:
+            if binding.kernel is not None:
+                impls.setdefault(binding.key, []).append((overload, binding.kernel.expression))
+    for key in (key for key in CUSTOMOP_KEYS if key in impls):
+        impl_var = f"_impl_{namespace}_{key}"  # keys have no '_', so this is unique
+        lines = "\n".join(f"{impl_var}.impl({py_string(op)}, {fn})" for op, fn in impls[key])
+        blocks.append(
+            t.IMPL_LIBRARY.substitute(namespace=namespace, key=key, var=impl_var, impls=lines)
+        )
+        names.append(impl_var)
+    return "\n".join(blocks), names
+
+
+def _namespace_binding(namespace: str) -> str:
+    attr = python_name(namespace)
+    if attr == namespace:
+        return f"{attr} = _customop.ops.{namespace}"
+    return f"{attr} = getattr(_customop.ops, {py_string(namespace)})"
+
+
+def render_registration(declarations: DeclarationFile, module: str) -> str:
+    """The text of ``<module>.py`` for a validated declaration file."""
+    source = source_name(declarations)
+    namespaces = declarations.namespaces
+    modules = sorted(
+        {b.kernel.module for d in declarations.declarations for b in d.dispatch if b.kernel}
+    )
+    blocks, library_names = [], []
+    for namespace, decls in declarations.by_namespace().items():
+        block, names = _namespace_blocks(namespace, decls)
+        blocks.append(block)
+        library_names += names
+    exported = sorted([*map(python_name, namespaces), "unregister"])
+    return t.MODULE.substitute(
+        header=t.HEADER.substitute(source=source),
+        source=source,
+        module=module,
+        example=python_name(namespaces[0]) if namespaces else "unregister",
+        kernel_imports="".join(f"\nimport {name}" for name in modules) + "\n",
+        all=", ".join(py_string(name) for name in exported),
+        libraries="\n".join(blocks),
+        libraries_tuple=py_tuple(library_names),
+        namespaces="\n".join(_namespace_binding(ns) for ns in namespaces),
+    )
