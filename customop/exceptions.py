@@ -5,10 +5,19 @@ and each subclasses the builtin that a caller would catch anyway::
 
     Exception
     ├── ValueError
-    │   └── SchemaError                 an invalid schema model or value
-    │       └── SchemaParseError        schema text that does not parse
-    └── RuntimeError
-        └── RegistrationError           a registration that conflicts or is malformed
+    │   ├── SchemaError                 an invalid schema model or value
+    │   │   └── SchemaParseError        schema text that does not parse
+    │   ├── DispatchKeyError            a dispatch key name or key set that is not valid
+    │   └── CodegenError                a declaration file (ops.yaml) with invalid entries
+    ├── LookupError
+    │   └── UnknownOperatorError        an operator with no def (no schema) in the dispatcher
+    ├── RuntimeError
+    │   ├── RegistrationError           a registration that conflicts or is malformed
+    │   └── NotImplementedError
+    │       └── MissingKernelError      a call whose dispatch key has no kernel
+    └── Warning
+        └── UserWarning
+            └── KernelOverrideWarning   a kernel registered over another for the same key
 
 Messages follow one shape: ``<api>: <what is wrong, naming the op / argument /
 value>. <why it matters>. <how to fix it>``.
@@ -16,7 +25,16 @@ value>. <why it matters>. <how to fix it>``.
 
 from __future__ import annotations
 
-__all__ = ["RegistrationError", "SchemaError", "SchemaParseError"]
+__all__ = [
+    "CodegenError",
+    "DispatchKeyError",
+    "KernelOverrideWarning",
+    "MissingKernelError",
+    "RegistrationError",
+    "SchemaError",
+    "SchemaParseError",
+    "UnknownOperatorError",
+]
 
 
 class SchemaError(ValueError):
@@ -43,5 +61,51 @@ class SchemaParseError(SchemaError):
         self.column = column
 
 
+class DispatchKeyError(ValueError):
+    """A dispatch key name that no key has, or a key used where it cannot be."""
+
+
+class UnknownOperatorError(LookupError):
+    """An operator the dispatcher has no schema for (never defined, or its def removed)."""
+
+    def __init__(self, message: str, *, op: str = "") -> None:
+        super().__init__(message)
+        self.op = op
+
+
 class RegistrationError(RuntimeError):
     """A registration conflicts with an existing one or is malformed."""
+
+
+class MissingKernelError(NotImplementedError):
+    """A call dispatched to a key that has no kernel for the operator.
+
+    ``op`` is the operator name and ``key`` the (display) name of the dispatch
+    key, kept for tools such as the fake-tensor layer.
+    """
+
+    def __init__(self, message: str, *, op: str = "", key: str = "") -> None:
+        super().__init__(message)
+        self.op = op
+        self.key = key
+
+
+class KernelOverrideWarning(UserWarning):
+    """A kernel was registered for an operator and key that already had one.
+
+    The new kernel wins until its handle is removed; the old one comes back then.
+    """
+
+
+class CodegenError(ValueError):
+    """A declaration file (``ops.yaml``) that codegen cannot turn into code.
+
+    Codegen reads the whole file and collects every problem before raising.
+    ``problems`` holds one line per problem, each naming the file, the line
+    and the entry (``ops.yaml:12: entry 'add(Tensor x) -> Tensor': ...``);
+    the message is those lines.
+    """
+
+    def __init__(self, message: str, *, problems: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.problems = problems

@@ -1,0 +1,60 @@
+"""The dispatcher: dispatch keys, operator tables, registration lifecycle and calls.
+
+PyTorch's C++ Dispatcher semantics (``aten/src/ATen/core/dispatch``) in Python.
+See ``docs/concepts/dispatcher.md`` for the keys, the table precedence and the
+registration lifecycle.
+"""
+
+from customop.dispatch._dispatcher import Dispatcher
+from customop.dispatch._dispatcher import LibraryKind
+from customop.dispatch._handles import RegistrationHandle
+from customop.dispatch._kernel import Kernel
+from customop.dispatch._kernel import fallthrough
+from customop.dispatch._keys import DispatchKey
+from customop.dispatch._keys import DispatchKeySet
+from customop.dispatch._keys import below
+from customop.dispatch._local import Epoch
+from customop.dispatch._local import EpochClock
+from customop.dispatch._local import LocalKeysGuard
+from customop.dispatch._local import epoch
+from customop.dispatch._local import exclude_keys
+from customop.dispatch._local import include_keys
+from customop.dispatch._local import local_keys
+from customop.dispatch._models import ArrayTypeInfo
+from customop.dispatch._models import DispatcherSnapshot
+from customop.dispatch._models import FallbackInfo
+from customop.dispatch._models import KernelInfo
+from customop.dispatch._models import LibraryInfo
+from customop.dispatch._models import OperatorInfo
+from customop.dispatch._models import TableEntry
+from customop.dispatch._operator import OperatorHandle
+from customop.dispatch._registry import OperatorListener
+from customop.dispatch._table import Reason
+
+__all__ = [
+    "ArrayTypeInfo",
+    "DispatchKey",
+    "DispatchKeySet",
+    "Dispatcher",
+    "DispatcherSnapshot",
+    "Epoch",
+    "EpochClock",
+    "FallbackInfo",
+    "Kernel",
+    "KernelInfo",
+    "LibraryInfo",
+    "LibraryKind",
+    "LocalKeysGuard",
+    "OperatorHandle",
+    "OperatorInfo",
+    "OperatorListener",
+    "Reason",
+    "RegistrationHandle",
+    "TableEntry",
+    "below",
+    "epoch",
+    "exclude_keys",
+    "fallthrough",
+    "include_keys",
+    "local_keys",
+]

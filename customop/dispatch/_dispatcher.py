@@ -1,0 +1,346 @@
+"""`Dispatcher`: the operator registry, with PyTorch's registration semantics.
+
+Every write holds one re-entrant lock, validates everything before it changes
+anything, rebuilds the affected tables, publishes each with one store, and
+advances the global `epoch`. Calls (on `OperatorHandle`) never take the lock.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from collections.abc import Callable, Iterable
+from typing import Literal, TypeAlias, final
+from weakref import WeakValueDictionary
+
+import numpy as np
+
+from customop.dispatch._entry import OperatorEntry
+from customop.dispatch._handles import RegistrationHandle
+from customop.dispatch._kernel import (
+    DEFAULT_SOURCE,
+    Kernel,
+    KernelRecord,
+    caller_source,
+    fallthrough,
+    user_stacklevel,
+)
+from customop.dispatch._keys import DispatchKey
+from customop.dispatch._local import epoch
+from customop.dispatch._lookup import Lookup, OpLike
+from customop.dispatch._messages import (
+    duplicate_def_error,
+    fallback_conflict_error,
+    library_conflict_error,
+    override_warning,
+)
+from customop.dispatch._operator import OperatorHandle
+from customop.dispatch._registry import (
+    KeyLike,
+    OperatorListener,
+    Registration,
+    check_kernel,
+    check_namespace,
+    coerce_schema,
+    coerce_tags,
+    op_name,
+)
+from customop.dispatch._table import AFFECTED
+from customop.exceptions import KernelOverrideWarning, RegistrationError
+from customop.schema import FunctionSchema, OperatorName
+
+__all__ = ["Dispatcher", "LibraryKind"]
+
+LibraryKind: TypeAlias = Literal["DEF", "FRAGMENT", "IMPL"]
+_CIA = DispatchKey.CompositeImplicitAutograd
+
+
+@final
+class Dispatcher(Lookup):
+    """Operators, their kernels per dispatch key, and the fallbacks shared by all of them.
+
+    A fresh dispatcher maps ``numpy.ndarray`` to CPU and, unless
+    ``autograd_fallthrough=False``, has `fallthrough` fallbacks on the Autograd
+    keys (there is no autograd engine yet); see `default_registrations`.
+    """
+
+    def __init__(self, *, autograd_fallthrough: bool = True) -> None:
+        self._lock = threading.RLock()
+        super().__init__()
+        self._entries: dict[OperatorName, OperatorEntry] = {}
+        # Erased entries that a live handle still points at: a new def revives them.
+        self._retired: WeakValueDictionary[OperatorName, OperatorEntry] = WeakValueDictionary()
+        self._fallbacks: dict[DispatchKey, KernelRecord] = {}
+        self._libraries: dict[str, Registration] = {}
+        self._listeners: tuple[tuple[Registration, OperatorListener], ...] = ()
+        defaults = [self._add_array_type(np.ndarray, DispatchKey.CPU, DEFAULT_SOURCE)]
+        if autograd_fallthrough:
+            defaults.append(
+                self._add_fallback(DispatchKey.Autograd, fallthrough, "", DEFAULT_SOURCE)
+            )
+        self._defaults = tuple(defaults)
+
+    @property
+    def default_registrations(self) -> tuple[RegistrationHandle, ...]:
+        """Handles of what the constructor registered (numpy array type, autograd fallthroughs)."""
+        return self._defaults
+
+    # -- defs ----------------------------------------------------------------------
+
+    def register_def(
+        self, schema: FunctionSchema | str, *, debug: str = "", tags: Iterable[str] = ()
+    ) -> RegistrationHandle:
+        """Define an operator: one def per name and overload. Impls may come before it."""
+        schema, name = coerce_schema(schema)
+        tag_tuple = coerce_tags(tags)
+        source = caller_source()
+        record = Registration(source, debug)
+        with self._lock:
+            existing = self._entries.get(name)
+            if existing is not None and existing.def_count:
+                raise duplicate_def_error(str(name), existing.def_where, record.where)
+            entry = self._obtain(name)
+            entry.set_schema(schema, source, debug, tag_tuple)
+            entry.def_count += 1
+            entry.def_and_impl_count += 1
+            entry.publish()  # kernels unchanged: only the schema and extractor
+            try:
+                self._announce(entry)
+            except BaseException:
+                self._drop_def(entry, notify=False)
+                raise
+            finally:
+                epoch.advance()  # also on failure: the def was briefly visible to calls
+        return RegistrationHandle(
+            lambda: self._remove_def(entry, record), description=f"def {name}", source=source
+        )
+
+    def _announce(self, entry: OperatorEntry) -> None:
+        told: list[OperatorListener] = []
+        try:
+            for _, listener in self._listeners:
+                listener.on_operator_registered(entry.handle)
+                told.append(listener)
+        except BaseException:
+            # The def fails as a whole: take the news back from those who heard it.
+            for heard in told:
+                _quietly(heard.on_operator_deregistered, entry.handle)
+            raise
+
+    def _remove_def(self, entry: OperatorEntry, record: Registration) -> None:
+        with self._lock:
+            if not record.alive:
+                return
+            record.alive = False
+            errors = self._drop_def(entry, notify=True)
+            epoch.advance()
+        if errors:
+            raise errors[0]
+
+    def _drop_def(self, entry: OperatorEntry, *, notify: bool) -> list[BaseException]:
+        errors: list[BaseException] = []
+        entry.def_count -= 1
+        entry.def_and_impl_count -= 1
+        if entry.def_count == 0:
+            if notify:
+                for _, listener in self._listeners:
+                    error = _quietly(listener.on_operator_deregistered, entry.handle)
+                    if error is not None:
+                        errors.append(error)
+            entry.clear_schema()
+            entry.publish()
+        self._cleanup(entry)
+        return errors
+
+    def _obtain(self, name: OperatorName) -> OperatorEntry:
+        entry = self._entries.get(name)
+        if entry is None:
+            entry = self._retired.pop(name, None) or OperatorEntry(name, self)
+            # Fallbacks may have changed while it was retired; new ones start empty.
+            entry.rebuild(self._fallbacks)
+            self._entries[name] = entry
+        return entry
+
+    def _cleanup(self, entry: OperatorEntry) -> None:
+        if entry.def_and_impl_count == 0:
+            del self._entries[entry.name]
+            self._retired[entry.name] = entry
+
+    # -- impls and fallbacks -------------------------------------------------------
+
+    def register_impl(
+        self,
+        op: OpLike,
+        key: KeyLike | None,
+        kernel: Kernel,
+        *,
+        boxed: bool = False,
+        debug: str = "",
+    ) -> RegistrationHandle:
+        """Register ``kernel`` for ``op`` at ``key`` (None: CompositeImplicitAutograd).
+
+        A plain kernel is called as ``kernel(*args, **kwargs)``; with ``boxed=True``
+        as ``kernel(op, keyset, *args, **kwargs)``. A newer kernel for the same key
+        overrides (with a `KernelOverrideWarning`) until its handle is removed.
+        """
+        api = "register_impl"
+        name = op_name(op, api)
+        dispatch_key = _CIA if key is None else self.parse_key(key, api=api)
+        check_kernel(kernel, api)
+        source = caller_source()
+        record = KernelRecord(kernel, bool(boxed), dispatch_key, source, debug, op=str(name))
+        with self._lock:
+            existing = self._entries.get(name)
+            previous = existing.top(dispatch_key) if existing is not None else None
+            if previous is not None:
+                text = override_warning(
+                    str(name), self.key_name(dispatch_key), previous, record.label
+                )
+                warnings.warn(text, KernelOverrideWarning, stacklevel=user_stacklevel())
+            entry = self._obtain(name)
+            entry.push(record)
+            entry.def_and_impl_count += 1
+            entry.rebuild_keys(AFFECTED[dispatch_key], self._fallbacks)
+            epoch.advance()
+        description = f"impl {name} {self.key_name(dispatch_key)}"
+        return RegistrationHandle(
+            lambda: self._remove_impl(entry, record), description=description, source=source
+        )
+
+    def _remove_impl(self, entry: OperatorEntry, record: KernelRecord) -> None:
+        with self._lock:
+            if not record.alive:
+                return
+            record.alive = False
+            entry.pop(record)
+            entry.def_and_impl_count -= 1
+            entry.rebuild_keys(AFFECTED[record.key], self._fallbacks)
+            self._cleanup(entry)
+            epoch.advance()
+
+    def register_fallback(
+        self, key: KeyLike, kernel: Kernel, *, debug: str = ""
+    ) -> RegistrationHandle:
+        """Register a boxed ``kernel(op, keyset, *args, **kwargs)`` for every op at ``key``.
+
+        One fallback per runtime key; an alias key registers on each key of its
+        expansion. It serves existing and future operators that have no better
+        kernel for the key (see the table precedence).
+        """
+        api = "register_fallback"
+        dispatch_key = self.parse_key(key, api=api)
+        check_kernel(kernel, api)
+        return self._add_fallback(dispatch_key, kernel, debug, caller_source())
+
+    def _add_fallback(
+        self, key: DispatchKey, kernel: Kernel, debug: str, source: str
+    ) -> RegistrationHandle:
+        with self._lock:
+            records = [KernelRecord(kernel, True, k, source, debug) for k in key.expansion]
+            for record in records:
+                existing = self._fallbacks.get(record.key)
+                if existing is not None:
+                    key_name = self.key_name(record.key)
+                    raise fallback_conflict_error(key_name, existing.where, record.where)
+            for record in records:
+                self._fallbacks[record.key] = record
+                self._refresh_key(record.key)
+            epoch.advance()
+        return RegistrationHandle(
+            lambda: self._remove_fallbacks(records),
+            description=f"fallback {self.key_name(key)}",
+            source=source,
+        )
+
+    def _remove_fallbacks(self, records: list[KernelRecord]) -> None:
+        with self._lock:
+            live = [record for record in records if record.alive]
+            for record in live:
+                record.alive = False
+                del self._fallbacks[record.key]
+                self._refresh_key(record.key)
+            if live:
+                epoch.advance()
+
+    def _refresh_key(self, key: DispatchKey) -> None:
+        for entry in self._entries.values():
+            entry.rebuild_keys((key,), self._fallbacks)
+
+    # -- libraries, array types, listeners -----------------------------------------
+
+    def register_library(
+        self, namespace: str, kind: LibraryKind = "DEF", *, debug: str = ""
+    ) -> RegistrationHandle:
+        """Claim ``namespace`` for a DEF library; FRAGMENT and IMPL libraries may be many."""
+        api = "register_library"
+        check_namespace(namespace, api)
+        if kind not in ("DEF", "FRAGMENT", "IMPL"):
+            raise RegistrationError(
+                f"{api}: kind {kind!r} is not a library kind. A library either owns its "
+                "namespace's definitions or adds to them. Use 'DEF', 'FRAGMENT' or 'IMPL'."
+            )
+        source = caller_source()
+        description = f"library {kind} {namespace}"
+        if kind != "DEF":
+            return RegistrationHandle(_nothing, description=description, source=source)
+        record = Registration(source, debug)
+        with self._lock:
+            existing = self._libraries.get(namespace)
+            if existing is not None:
+                raise library_conflict_error(namespace, existing.where, record.where)
+            self._libraries[namespace] = record
+            epoch.advance()
+        undo = self._remover(self._libraries, namespace, record)
+        return RegistrationHandle(undo, description=description, source=source)
+
+    def add_listener(self, listener: OperatorListener) -> RegistrationHandle:
+        """Tell ``listener`` about every defined op now, and about defs coming and going later."""
+        if not isinstance(listener, OperatorListener):
+            raise TypeError(
+                f"add_listener: {listener!r} is not an OperatorListener. The dispatcher calls "
+                "its on_operator_registered(op) and on_operator_deregistered(op) methods. "
+                "Define both."
+            )
+        source = caller_source()
+        record = Registration(source)
+        with self._lock:
+            for entry in list(self._entries.values()):
+                if entry.schema is not None:
+                    listener.on_operator_registered(entry.handle)
+            self._listeners = (*self._listeners, (record, listener))
+
+        def undo() -> None:
+            with self._lock:
+                if record.alive:
+                    record.alive = False
+                    self._listeners = tuple(
+                        pair for pair in self._listeners if pair[0] is not record
+                    )
+
+        return RegistrationHandle(undo, description=f"listener {listener!r}", source=source)
+
+    def _remover(
+        self, table: dict[str, Registration], key: str, record: Registration
+    ) -> Callable[[], None]:
+        def undo() -> None:
+            with self._lock:
+                if record.alive:
+                    record.alive = False
+                    del table[key]
+                    epoch.advance()
+
+        return undo
+
+
+def _nothing() -> None:
+    """Undo of a registration that recorded nothing (FRAGMENT and IMPL libraries)."""
+
+
+def _quietly(
+    hook: Callable[[OperatorHandle], None], handle: OperatorHandle
+) -> BaseException | None:
+    try:
+        hook(handle)
+    except Exception as error:  # a listener's failure must not stop the others
+        return error
+    return None

@@ -1,0 +1,154 @@
+"""`OperatorEntry`: one operator's schema, kernel stacks and computed dispatch table.
+
+Entries are mutated only under the dispatcher's lock. What calls read is the
+handle's ``_state``, a tuple ``(table, mask, extract)`` that is rebuilt and then
+assigned in one store: a call reads ``_state`` once, so it uses the old table
+or the new one, never a mix (copy-on-write; PyTorch uses a LeftRight structure
+for the same guarantee).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, final
+
+from customop.dispatch._extract import DEFAULT_BITS, Extractor, make_extractor
+from customop.dispatch._kernel import Kernel, KernelRecord, fallthrough
+from customop.dispatch._keys import FULL_BITS, RUNTIME_KEYS, DispatchKey
+from customop.dispatch._operator import OperatorHandle, missing_kernel, undefined_kernel
+from customop.dispatch._table import Choice, Fallbacks, compute_entry
+from customop.schema import FunctionSchema, OperatorName
+
+if TYPE_CHECKING:
+    from customop.dispatch._dispatcher import Dispatcher
+
+__all__ = ["CallState", "OperatorEntry"]
+
+#: One table slot: the callable and whether it is boxed (takes ``op, keyset`` first).
+Slot: TypeAlias = tuple[Kernel, bool]
+#: What a call reads: the table (one slot per runtime key, then the slot for an
+#: empty key set at index -1), the non-fallthrough mask, and the key extractor.
+CallState: TypeAlias = tuple[tuple[Slot, ...], int, Extractor]
+
+_MISSING: Final[Slot] = (missing_kernel, True)
+_UNDEFINED: Final[Slot] = (undefined_kernel, True)
+
+
+def _default_keys(args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
+    return DEFAULT_BITS
+
+
+# An operator with no schema cannot bind arguments, so every key reports that.
+_UNDEFINED_STATE: Final[CallState] = (
+    (_UNDEFINED,) * (len(RUNTIME_KEYS) + 1),
+    FULL_BITS,
+    _default_keys,
+)
+
+
+_INDEX: Final = {key: key.value for key in RUNTIME_KEYS}
+
+
+def _slot(choice: Choice) -> Slot:
+    record = choice[0]
+    return _MISSING if record is None else (record.fn, record.boxed)
+
+
+@final
+class OperatorEntry:
+    """One operator's registrations; see the module docstring for the threading rule."""
+
+    __slots__ = (
+        "__weakref__",
+        "def_and_impl_count",
+        "def_count",
+        "def_debug",
+        "def_source",
+        "dispatcher",
+        "extract",
+        "handle",
+        "kernels",
+        "name",
+        "schema",
+        "slots",
+        "tags",
+    )
+
+    def __init__(self, name: OperatorName, dispatcher: Dispatcher) -> None:
+        self.name = name
+        self.dispatcher = dispatcher
+        self.schema: FunctionSchema | None = None
+        self.def_source = ""
+        self.def_debug = ""
+        self.tags: tuple[str, ...] = ()
+        self.extract: Extractor = _default_keys
+        self.kernels: dict[DispatchKey, list[KernelRecord]] = {}
+        self.def_count = 0
+        self.def_and_impl_count = 0
+        # slots[i] serves RUNTIME_KEYS[i]; the extra last slot serves an empty key set.
+        self.slots: list[Slot] = [_MISSING] * (len(RUNTIME_KEYS) + 1)
+        self.handle = OperatorHandle(self, _UNDEFINED_STATE)
+
+    # -- reading -----------------------------------------------------------------
+
+    @property
+    def def_where(self) -> str:
+        """Where the def came from, as errors quote it."""
+        return f"{self.def_source} ({self.def_debug})" if self.def_debug else self.def_source
+
+    def choose(self, key: DispatchKey, fallbacks: Fallbacks) -> Choice:
+        return compute_entry(self.kernels, fallbacks, key)
+
+    def top(self, key: DispatchKey) -> KernelRecord | None:
+        stack = self.kernels.get(key)
+        return stack[0] if stack else None
+
+    # -- writing (lock held) -----------------------------------------------------
+
+    def set_schema(
+        self, schema: FunctionSchema, source: str, debug: str, tags: tuple[str, ...]
+    ) -> None:
+        self.schema = schema
+        self.def_source, self.def_debug, self.tags = source, debug, tags
+        # Built once per def: tensor positions never change while the schema stands.
+        self.extract = make_extractor(schema, self.dispatcher._backends, str(self.name))
+
+    def clear_schema(self) -> None:
+        self.schema = None
+        self.def_source, self.def_debug, self.tags = "", "", ()
+        self.extract = _default_keys
+
+    def push(self, record: KernelRecord) -> None:
+        self.kernels.setdefault(record.key, []).insert(0, record)
+
+    def pop(self, record: KernelRecord) -> None:
+        stack = self.kernels[record.key]
+        stack.remove(record)  # KernelRecord compares by identity
+        if not stack:
+            del self.kernels[record.key]
+
+    def rebuild(self, fallbacks: Fallbacks) -> None:
+        """Recompute every slot, then publish the new call state."""
+        self.rebuild_keys(RUNTIME_KEYS, fallbacks)
+
+    def rebuild_keys(self, keys: Iterable[DispatchKey], fallbacks: Fallbacks) -> None:
+        """Recompute the slots of ``keys`` (those a change can affect), then publish."""
+        slots = self.slots
+        if not self.kernels:  # only fallbacks can serve: skip the precedence rules
+            for key in keys:
+                fallback = fallbacks.get(key)
+                slots[_INDEX[key]] = _MISSING if fallback is None else (fallback.fn, True)
+        else:
+            for key in keys:
+                slots[_INDEX[key]] = _slot(self.choose(key, fallbacks))
+        self.publish()
+
+    def publish(self) -> None:
+        if self.schema is None:
+            self.handle._state = _UNDEFINED_STATE
+            return
+        mask = 0
+        for index, (fn, _) in enumerate(self.slots[:-1]):
+            if fn is not fallthrough:
+                mask |= 1 << index
+        self.handle._state = (tuple(self.slots), mask, self.extract)

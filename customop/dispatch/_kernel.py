@@ -1,0 +1,122 @@
+"""Kernels as the dispatcher stores them: the callable, how to call it, and where it came from."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final, NoReturn, TypeAlias, final
+
+from customop.dispatch._keys import DispatchKey
+
+__all__ = [
+    "DEFAULT_SOURCE",
+    "Kernel",
+    "KernelRecord",
+    "caller_source",
+    "fallthrough",
+    "kernel_name",
+    "user_stacklevel",
+]
+
+#: Any callable. A plain kernel is called as ``kernel(*args, **kwargs)``; a boxed
+#: kernel (and every fallback) as ``kernel(op, keyset, *args, **kwargs)``.
+Kernel: TypeAlias = Callable[..., Any]
+
+#: The source recorded for registrations the dispatcher makes itself.
+DEFAULT_SOURCE: Final = "<customop default>"
+
+
+@final
+class _Fallthrough:
+    """The `fallthrough` kernel's type: a marker the dispatcher never calls."""
+
+    __slots__ = ()
+    __name__ = "fallthrough"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> NoReturn:
+        # Fallthrough keys are masked out of every call, so reaching this is a dispatcher bug.
+        raise RuntimeError(
+            "fallthrough: the fallthrough kernel ran. It marks keys to skip and is never "
+            "called by the dispatcher. Call the operator instead of this kernel."
+        )
+
+    def __repr__(self) -> str:
+        return "fallthrough"
+
+    def __reduce__(self) -> str:
+        return "fallthrough"
+
+
+#: Register this as a kernel or fallback to make its key fall through to the next
+#: key down. It removes the key from the operator's dispatch mask when registered,
+#: so it costs nothing per call.
+fallthrough: Final = _Fallthrough()
+
+
+@final
+@dataclass(slots=True, eq=False)
+class KernelRecord:
+    """One registered kernel or fallback. Compared by identity; ``alive`` turns off on removal."""
+
+    fn: Kernel
+    boxed: bool
+    key: DispatchKey
+    source: str
+    debug: str = ""
+    op: str = ""
+    alive: bool = True
+
+    @property
+    def is_fallthrough(self) -> bool:
+        return self.fn is fallthrough
+
+    @property
+    def name(self) -> str:
+        return kernel_name(self.fn)
+
+    @property
+    def where(self) -> str:
+        """``source`` plus ``debug`` when given: how dumps and errors point at it."""
+        return f"{self.source} ({self.debug})" if self.debug else self.source
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} at {self.where}"
+
+
+def kernel_name(fn: object) -> str:
+    """A short, readable name for a kernel callable."""
+    name = getattr(fn, "__name__", None)
+    return name if isinstance(name, str) else type(fn).__name__
+
+
+_PACKAGE_DIRS: Final = tuple(
+    {
+        os.path.dirname(os.path.dirname(__file__)) + os.sep,
+        os.path.dirname(os.path.dirname(os.path.realpath(__file__))) + os.sep,
+    }
+)
+
+
+def caller_source() -> str:
+    """``"file.py:42"`` of the nearest calling frame outside the customop package.
+
+    Front-ends (``Library``, ``@custom_op``) call the dispatcher from inside
+    customop; skipping those frames points the source at the user's line.
+    """
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIRS):
+        frame = frame.f_back  # type: ignore[assignment]
+    if frame is None:
+        return "<unknown>"
+    return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` for `warnings.warn` that points at the nearest user frame."""
+    level, frame = 1, sys._getframe(1)
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIRS):
+        frame, level = frame.f_back, level + 1
+    return level

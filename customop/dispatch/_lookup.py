@@ -1,0 +1,115 @@
+"""The lookup and inspection half of `Dispatcher`: find ops, dump them, snapshot all."""
+
+from __future__ import annotations
+
+from typing import TypeAlias
+
+from customop.dispatch import _inspect
+from customop.dispatch._backends import Backends
+from customop.dispatch._entry import OperatorEntry
+from customop.dispatch._kernel import KernelRecord
+from customop.dispatch._keys import RUNTIME_KEYS, DispatchKey
+from customop.dispatch._messages import unknown_operator_error
+from customop.dispatch._models import DispatcherSnapshot, KernelInfo, TableEntry
+from customop.dispatch._operator import OperatorHandle
+from customop.dispatch._registry import KeyLike, OperatorListener, Registration, op_name
+from customop.dispatch._table import Choice
+from customop.schema import OperatorName
+
+__all__ = ["Lookup", "OpLike"]
+
+#: An operator: its name text (``"ns::op.overload"``), name model, or handle.
+OpLike: TypeAlias = str | OperatorName | OperatorHandle
+
+
+class Lookup(Backends):
+    """Reads of the registry. Each takes the lock, so it sees one consistent state."""
+
+    _entries: dict[OperatorName, OperatorEntry]
+    _fallbacks: dict[DispatchKey, KernelRecord]
+    _libraries: dict[str, Registration]
+    _listeners: tuple[tuple[Registration, OperatorListener], ...]
+
+    # -- lookup and inspection -----------------------------------------------------
+
+    def find_op(self, name: OpLike) -> OperatorHandle | None:
+        """The handle of a defined operator, or None (also for ops with only impls)."""
+        entry = self._entries.get(op_name(name, "find_op"))
+        return entry.handle if entry is not None and entry.schema is not None else None
+
+    def find_schema_or_throw(self, name: OpLike) -> OperatorHandle:
+        """The handle of a defined operator; raises `UnknownOperatorError` naming close matches."""
+        api = "find_schema_or_throw"
+        key = op_name(name, api)
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None and entry.schema is not None:
+                return entry.handle
+            known = [str(n) for n, e in self._entries.items() if e.schema is not None]
+            dangling = [r for stack in entry.kernels.values() for r in stack] if entry else []
+            raise unknown_operator_error(api, str(key), known, dangling)
+
+    def find_dangling_impls(self) -> tuple[KernelInfo, ...]:
+        """Kernels registered for operators that have no def (yet)."""
+        with self._lock:
+            return _inspect.dangling_impls(self)
+
+    def registrations_for_dispatch_key(self, key: KeyLike | None = None) -> tuple[str, ...]:
+        """Sorted names of the ops with a kernel registered on ``key`` (any key if None)."""
+        dispatch_key = (
+            None if key is None else self.parse_key(key, api="registrations_for_dispatch_key")
+        )
+        with self._lock:
+            return tuple(
+                sorted(
+                    str(name)
+                    for name, entry in self._entries.items()
+                    if (entry.kernels if dispatch_key is None else dispatch_key in entry.kernels)
+                )
+            )
+
+    def dump(self, op: OpLike) -> str:
+        """The registered state of ``op``: schema and kernels per key, with sources."""
+        with self._lock:
+            return _inspect.dump_state(self, self._entry(op, "dump"))
+
+    def dump_table(self, op: OpLike, *, kernels_only: bool = False) -> str:
+        """The computed table of ``op``: per runtime key, the kernel and why it was chosen.
+
+        ``kernels_only`` leaves out the keys whose entry is missing or falls through.
+        """
+        with self._lock:
+            return _inspect.dump_table(
+                self, self._entry(op, "dump_table"), kernels_only=kernels_only
+            )
+
+    def table_entry(self, op: OpLike, key: KeyLike) -> TableEntry:
+        """The computed table entry of ``op`` for runtime ``key``."""
+        dispatch_key = self.parse_key(key, api="table_entry", runtime=True)
+        with self._lock:
+            return _inspect.table_entry(self, self._entry(op, "table_entry"), dispatch_key)
+
+    def snapshot(self) -> DispatcherSnapshot:
+        """The whole registry as a frozen pydantic model (``.model_dump_json()`` for JSON)."""
+        with self._lock:
+            return _inspect.snapshot(self)
+
+    def _entry(self, op: OpLike, api: str) -> OperatorEntry:
+        if isinstance(op, OperatorHandle) and op.dispatcher is self:
+            return op._entry
+        name = op_name(op, api)
+        entry = self._entries.get(name)
+        if entry is None:
+            known = [str(n) for n in self._entries]
+            raise unknown_operator_error(api, str(name), known, ())
+        return entry
+
+    def _served_keys(self, op: OperatorHandle) -> list[tuple[DispatchKey, Choice]]:
+        """Runtime keys whose table entry runs a kernel (not missing, not fallthrough)."""
+        with self._lock:
+            choices = [(key, op._entry.choose(key, self._fallbacks)) for key in RUNTIME_KEYS]
+            return [
+                (key, choice)
+                for key, choice in choices
+                if choice[1] not in ("missing", "fallthrough")
+            ]

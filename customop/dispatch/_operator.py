@@ -1,0 +1,118 @@
+"""`OperatorHandle`: a registered operator, callable. The call path lives here.
+
+A call reads the handle's state tuple once, computes the key bits, and indexes
+the table: no lock, no dict of kernels, no parsing. See `_entry` for why reading
+``_state`` once is enough under concurrent registration.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final, NoReturn, final
+
+from customop.dispatch._keys import DispatchKey, DispatchKeySet, keyset_from_bits
+from customop.dispatch._local import LOCAL_KEYS
+from customop.dispatch._messages import missing_kernel_error, no_schema_error
+from customop.dispatch._models import TableEntry
+from customop.schema import FunctionSchema, OperatorName
+
+if TYPE_CHECKING:
+    from customop.dispatch._dispatcher import Dispatcher
+    from customop.dispatch._entry import CallState, OperatorEntry
+
+__all__ = ["OperatorHandle", "missing_kernel", "undefined_kernel"]
+
+_local_get: Final = LOCAL_KEYS.get
+
+
+@final
+class OperatorHandle:
+    """A registered operator: ``handle(*args, **kwargs)`` dispatches and runs a kernel.
+
+    The handle stays valid across registrations: it always calls through the
+    operator's current table. Get one with `Dispatcher.find_op`.
+    """
+
+    __slots__ = ("__weakref__", "_entry", "_state")
+
+    def __init__(self, entry: OperatorEntry, state: CallState) -> None:
+        self._entry = entry
+        self._state = state
+
+    @property
+    def name(self) -> OperatorName:
+        return self._entry.name
+
+    @property
+    def schema(self) -> FunctionSchema:
+        """The schema; raises `UnknownOperatorError` when the op's def has been removed."""
+        schema = self._entry.schema
+        if schema is None:
+            raise no_schema_error(f"{self._entry.name}.schema", str(self._entry.name))
+        return schema
+
+    @property
+    def has_schema(self) -> bool:
+        return self._entry.schema is not None
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        return self._entry.tags
+
+    @property
+    def dispatcher(self) -> Dispatcher:
+        return self._entry.dispatcher
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        table, mask, extract = self._state
+        included, kept = _local_get()
+        bits = (extract(args, kwargs) | included) & kept & mask
+        # An empty set gives index -1: the table's last slot, which reports the error.
+        fn, boxed = table[bits.bit_length() - 1]
+        if boxed:
+            return fn(self, keyset_from_bits(bits), *args, **kwargs)
+        return fn(*args, **kwargs)
+
+    def redispatch(self, keyset: DispatchKeySet, /, *args: Any, **kwargs: Any) -> Any:
+        """Run the kernel for ``keyset`` (minus fallthrough keys), skipping key extraction.
+
+        A boxed kernel on key ``k`` calls ``op.redispatch(keyset.below(k), ...)``
+        to run the next kernel down. The local include/exclude sets are not
+        applied again: ``keyset`` already went through them.
+        """
+        table, mask, _ = self._state
+        bits = keyset.bits & mask
+        fn, boxed = table[bits.bit_length() - 1]
+        if boxed:
+            return fn(self, keyset_from_bits(bits), *args, **kwargs)
+        return fn(*args, **kwargs)
+
+    def dispatch_keyset(self, *args: Any, **kwargs: Any) -> DispatchKeySet:
+        """The keys a call with these arguments dispatches on; the highest one runs."""
+        _, mask, extract = self._state
+        included, kept = _local_get()
+        return keyset_from_bits((extract(args, kwargs) | included) & kept & mask)
+
+    def table_entry(self, key: DispatchKey | str) -> TableEntry:
+        """The computed table entry for a runtime key: kernel, source and reason."""
+        return self._entry.dispatcher.table_entry(self, key)
+
+    def __repr__(self) -> str:
+        state = "" if self.has_schema else " (no schema)"
+        return f"<OperatorHandle {self._entry.name}{state}>"
+
+
+def missing_kernel(
+    op: OperatorHandle, keyset: DispatchKeySet, *args: Any, **kwargs: Any
+) -> NoReturn:
+    """The table's entry for keys with no kernel: raises `MissingKernelError`."""
+    entry = op._entry
+    included, kept = _local_get()
+    call_keys = keyset_from_bits((entry.extract(args, kwargs) | included) & kept)
+    raise missing_kernel_error(entry.dispatcher, op, keyset, call_keys)
+
+
+def undefined_kernel(
+    op: OperatorHandle, keyset: DispatchKeySet, *args: Any, **kwargs: Any
+) -> NoReturn:
+    """Every entry of an operator without a schema: raises `UnknownOperatorError`."""
+    raise no_schema_error(str(op.name), str(op.name))

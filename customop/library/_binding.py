@@ -1,0 +1,70 @@
+"""Binding errors (missing, surplus, unknown arguments) and the Python signature of a schema."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Final, NoReturn, final
+
+from customop.schema import FunctionSchema
+
+__all__ = ["MISSING", "binding_error", "python_signature"]
+
+
+@final
+class _Missing:
+    """The default of a required parameter in generated call code: "not passed"."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<required>"
+
+
+MISSING: Final = _Missing()
+
+
+def python_signature(schema: FunctionSchema, *, method: bool) -> inspect.Signature:
+    """The signature users should see: the schema's names, kinds and defaults."""
+    params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)] if method else []
+    for arg in schema.arguments:
+        kind = (
+            inspect.Parameter.KEYWORD_ONLY
+            if arg.kwarg_only
+            else inspect.Parameter.POSITIONAL_OR_KEYWORD
+        )
+        default = inspect.Parameter.empty if arg.default is None else arg.default.value
+        params.append(inspect.Parameter(arg.name, kind, default=default))
+    return inspect.Signature(params)
+
+
+def binding_error(
+    schema: FunctionSchema,
+    values: tuple[Any, ...],
+    extra: tuple[Any, ...],
+    unknown: dict[str, Any],
+    api: str,
+) -> NoReturn:
+    """Raise the TypeError for a call whose arguments do not bind to ``schema``."""
+    npos = sum(1 for arg in schema.arguments if not arg.kwarg_only)
+    if extra:
+        raise TypeError(
+            f"{api}: takes {npos} positional argument(s) but {npos + len(extra)} were given. "
+            f"The schema is {schema}. Pass keyword-only arguments by name, and drop the extra ones."
+        )
+    if unknown:
+        names = ", ".join(repr(name) for name in unknown)
+        valid = ", ".join(arg.name for arg in schema.arguments) or "none"
+        raise TypeError(
+            f"{api}: got unexpected keyword argument(s) {names}. The schema is {schema}. "
+            f"Valid argument names: {valid}."
+        )
+    missing = [arg for arg, value in zip(schema.arguments, values, strict=True) if value is MISSING]
+    where = (
+        "keyword-only"
+        if missing[0].kwarg_only
+        else f"position {schema.arguments.index(missing[0])}"
+    )
+    raise TypeError(
+        f"{api}: missing required argument {missing[0].name!r} ({where}, {missing[0].type}). "
+        f"The schema is {schema}. Pass a value for it."
+    )

@@ -1,0 +1,166 @@
+"""Checking call arguments against schema types, and the TypeError a bad one gets.
+
+The mapping from schema base types to value checks is one table of data;
+containers (``T?``, ``T[]``, ``T[N]``, tuples, dicts, unions) compose checks.
+Tensor-ness is asked of the dispatcher's array-type registry, so a user array
+type registered as a backend is a Tensor here too.
+"""
+
+from __future__ import annotations
+
+import numbers
+import reprlib
+from collections.abc import Callable
+from typing import Final, NoReturn
+
+import numpy as np
+
+from customop.schema import (
+    BaseType,
+    DictType,
+    FunctionSchema,
+    ListType,
+    OptionalType,
+    SchemaType,
+    TupleType,
+    UnionType,
+)
+
+__all__ = ["Check", "argument_type_error", "value_check"]
+
+Check = Callable[[object], bool]
+
+_short = reprlib.Repr()
+_short.maxstring = 60
+_short.maxother = 60
+
+
+def _is_int(value: object) -> bool:
+    return (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, np.integer)
+
+
+def _is_float(value: object) -> bool:
+    return _is_int(value) or isinstance(value, float | np.floating)
+
+
+def _is_bool(value: object) -> bool:
+    return isinstance(value, bool | np.bool_)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, numbers.Number | np.bool_)
+
+
+def _is_dtype(value: object) -> bool:
+    if isinstance(value, np.dtype):
+        return True
+    if isinstance(value, type) and issubclass(value, np.generic):
+        return True
+    # torch.dtype and other array libraries' dtype objects, without importing them.
+    kind = type(value)
+    return kind.__name__ == "dtype" and kind.__module__.partition(".")[0] in _DTYPE_MODULES
+
+
+_DTYPE_MODULES: Final = frozenset({"torch", "cupy", "jax", "jaxlib", "customop"})
+
+
+def _is_device(value: object) -> bool:
+    return isinstance(value, str) or isinstance(getattr(value, "type", None), str)
+
+
+def _anything(value: object) -> bool:
+    return True
+
+
+#: Schema base type name -> the check a value of that type must pass. Names not
+#: here (Generator, Storage, Stream, Any, class types, ...) accept any value.
+BASE_CHECKS: Final[dict[str, Check]] = {
+    "int": _is_int,
+    "SymInt": _is_int,
+    "DeviceIndex": _is_int,
+    "Layout": _is_int,
+    "MemoryFormat": _is_int,
+    "QScheme": _is_int,
+    "float": _is_float,
+    "SymFloat": _is_float,
+    "bool": _is_bool,
+    "SymBool": _is_bool,
+    "str": lambda value: isinstance(value, str),
+    "Scalar": _is_number,
+    "number": _is_number,
+    "complex": _is_number,
+    "ScalarType": _is_dtype,
+    "Device": _is_device,
+    "NoneType": lambda value: value is None,
+}
+
+
+def _sequence_of(elem: Check) -> Check:
+    def check(value: object) -> bool:
+        return isinstance(value, list | tuple) and all(elem(item) for item in value)
+
+    return check
+
+
+def value_check(tp: SchemaType, is_tensor: Check, *, int_like: Check = _is_int) -> Check:
+    """The check a value of schema type ``tp`` must pass."""
+    if isinstance(tp, BaseType):
+        if tp.name == "Tensor":
+            return is_tensor
+        if tp.name in ("int", "SymInt") and int_like is not _is_int:
+            return int_like
+        return BASE_CHECKS.get(tp.name, _anything)
+    if isinstance(tp, OptionalType):
+        inner = value_check(tp.elem, is_tensor, int_like=int_like)
+        return lambda value: value is None or inner(value)
+    if isinstance(tp, ListType):
+        elem = value_check(tp.elem, is_tensor, int_like=int_like)
+        sequence = _sequence_of(elem)
+        if tp.size is not None and isinstance(tp.elem, BaseType) and tp.elem.name != "Tensor":
+            # torch accepts a single value for a fixed-size list: `stride=2` for int[2].
+            return lambda value: elem(value) or sequence(value)
+        return sequence
+    if isinstance(tp, TupleType):
+        checks = [value_check(t, is_tensor, int_like=int_like) for t in tp.elems]
+        return lambda value: (
+            isinstance(value, tuple | list)
+            and len(value) == len(checks)
+            and all(check(item) for check, item in zip(checks, value, strict=True))
+        )
+    if isinstance(tp, DictType):
+        return lambda value: isinstance(value, dict)
+    if isinstance(tp, UnionType):
+        checks = [value_check(t, is_tensor, int_like=int_like) for t in tp.elems]
+        return lambda value: any(check(value) for check in checks)
+    return _anything
+
+
+def _kind(value: object) -> str:
+    kind = type(value)
+    return (
+        kind.__qualname__
+        if kind.__module__ == "builtins"
+        else f"{kind.__module__}.{kind.__qualname__}"
+    )
+
+
+def _hint(tp: SchemaType) -> str:
+    inner = tp.elem if isinstance(tp, OptionalType) else tp
+    optional = " or None" if isinstance(tp, OptionalType) else ""
+    if isinstance(inner, BaseType) and inner.name == "Tensor":
+        return f"Pass an array of a registered type (numpy.ndarray is built in){optional}."
+    if isinstance(inner, ListType):
+        return f"Pass a list or tuple whose elements are {inner.elem}{optional}."
+    if isinstance(inner, BaseType) and inner.name == "ScalarType":
+        return f"Pass a dtype, e.g. numpy.float32{optional}."
+    return f"Pass a value of type {inner}{optional}."
+
+
+def argument_type_error(schema: FunctionSchema, index: int, value: object, api: str) -> NoReturn:
+    """Raise the TypeError for argument ``index`` of ``schema`` given ``value``."""
+    arg = schema.arguments[index]
+    where = "keyword-only" if arg.kwarg_only else f"position {index}"
+    raise TypeError(
+        f"{api}: argument {arg.name!r} ({where}) expects {arg.type}, got {_kind(value)} "
+        f"{_short.repr(value)}. The schema is {schema}. {_hint(arg.type)}"
+    )

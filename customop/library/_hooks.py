@@ -1,0 +1,123 @@
+"""Kernels and fake impls for existing ops: ``register_kernel`` and ``register_fake``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from customop.dispatch import Dispatcher, DispatchKey, OperatorHandle, RegistrationHandle
+from customop.dispatch._global import dispatcher as default_dispatcher
+from customop.exceptions import RegistrationError
+from customop.library._signature import check_signature
+
+if TYPE_CHECKING:
+    from customop.library._library import Library
+    from customop.library._overload import OpOverload
+
+__all__ = [
+    "device_keys",
+    "register_fake",
+    "register_fake_on",
+    "register_kernel",
+    "register_kernel_on",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: Device type names of the built-in backends; renamed PrivateUse backends add theirs.
+_DEVICE_KEYS = {"cpu": DispatchKey.CPU, "cuda": DispatchKey.CUDA, "meta": DispatchKey.Meta}
+
+
+def device_keys(
+    dispatcher: Dispatcher, device_types: str | Sequence[str] | None, api: str
+) -> list[DispatchKey]:
+    """Dispatch keys for device type names; None means every device (CompositeExplicitAutograd)."""
+    if device_types is None:
+        return [DispatchKey.CompositeExplicitAutograd]
+    names = [device_types] if isinstance(device_types, str) else list(device_types)
+    keys = []
+    for name in names:
+        key = _DEVICE_KEYS.get(name)
+        if key is None:
+            try:
+                key = dispatcher.parse_key(name, api=api)
+            except ValueError:
+                key = None
+        if key is None or not key.is_backend:
+            known = sorted({*_DEVICE_KEYS, *dispatcher._backends.devices})
+            raise RegistrationError(
+                f"{api}: device type {name!r} is unknown. A kernel is registered for a backend "
+                f"device. Known device types: {', '.join(known)} (rename a PrivateUse backend "
+                "to add one)."
+            )
+        keys.append(key)
+    return keys
+
+
+def _group(handles: list[RegistrationHandle]) -> RegistrationHandle:
+    """One handle for several registrations (one kernel on several devices)."""
+
+    def undo() -> None:
+        for handle in reversed(handles):
+            handle.remove()
+
+    described = ", ".join(h.description for h in handles)
+    return RegistrationHandle(undo, description=described, source=handles[0].source)
+
+
+def _handle_of(op: object, dispatcher: Dispatcher, api: str) -> OperatorHandle:
+    if isinstance(op, OperatorHandle):
+        return op
+    if isinstance(op, str):
+        return dispatcher.find_schema_or_throw(op)
+    # A CustomOpDef has .op (its OpOverload); an OpOverload has .handle.
+    handle = getattr(getattr(op, "op", op), "handle", None)
+    if isinstance(handle, OperatorHandle):
+        return handle
+    raise TypeError(
+        f"{api}: expected an op (a CustomOpDef, an OpOverload or a name like 'ns::op'), "
+        f"got {op!r}. Kernels attach to a defined operator. Pass the op or its name."
+    )
+
+
+def register_kernel_on(
+    library: Library, op: OpOverload, device_types: str | Sequence[str], fn: Callable[..., Any]
+) -> RegistrationHandle:
+    """A kernel for ``op`` on each device type, owned by ``library``."""
+    api = f"{op.name}.register_kernel"
+    keys = device_keys(library.dispatcher, device_types, api)
+    check_signature(fn, op.schema, api, "kernel")
+    handles = [library.impl(str(op.name), fn, key) for key in keys]
+    return handles[0] if len(handles) == 1 else _group(handles)
+
+
+def register_fake_on(
+    library: Library, op: OpOverload, fn: Callable[..., Any]
+) -> RegistrationHandle:
+    api = f"{op.name}.register_fake"
+    check_signature(fn, op.schema, api, "fake impl")
+    return library.impl(str(op.name), fn, DispatchKey.Fake)
+
+
+def register_kernel(
+    op: object,
+    device_types: str | Sequence[str],
+    fn: Callable[..., Any],
+    *,
+    dispatcher: Dispatcher | None = None,
+) -> RegistrationHandle:
+    """Register ``fn`` as ``op``'s kernel for ``device_types`` (ops from `Library` too)."""
+    d = default_dispatcher if dispatcher is None else dispatcher
+    handle = _handle_of(op, d, "register_kernel")
+    keys = device_keys(handle.dispatcher, device_types, "register_kernel")
+    check_signature(fn, handle.schema, "register_kernel", "kernel")
+    handles = [handle.dispatcher.register_impl(handle.name, key, fn) for key in keys]
+    return handles[0] if len(handles) == 1 else _group(handles)
+
+
+def register_fake(op: object, fn: F, *, dispatcher: Dispatcher | None = None) -> RegistrationHandle:
+    """Register ``fn`` as ``op``'s fake impl (also for `Library` ops), checked now."""
+    d = default_dispatcher if dispatcher is None else dispatcher
+    handle = _handle_of(op, d, "register_fake")
+    check_signature(fn, handle.schema, "register_fake", "fake impl")
+    return handle.dispatcher.register_impl(handle.name, DispatchKey.Fake, fn)

@@ -1,0 +1,221 @@
+"""`Library` and the block decorators that mirror TORCH_LIBRARY / _IMPL / _FRAGMENT."""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any, Literal, TypeAlias
+
+from customop.dispatch import Dispatcher, DispatchKey, DispatchKeySet, RegistrationHandle
+from customop.dispatch._global import dispatcher as default_dispatcher
+from customop.exceptions import RegistrationError
+from customop.schema import FunctionSchema, OperatorName, parse_operator_name, parse_schema
+
+__all__ = ["Library", "LibraryKind", "library", "library_fragment", "library_impl"]
+
+LibraryKind: TypeAlias = Literal["DEF", "IMPL", "FRAGMENT"]
+KeyLike: TypeAlias = DispatchKey | str
+
+
+def _close_all(handles: list[RegistrationHandle]) -> None:
+    # Newest first, so a kernel's removal never exposes one registered after it.
+    while handles:
+        handles.pop().remove()
+
+
+class Library:
+    """Registrations for one namespace, removed together by `close`.
+
+    ``kind`` is ``"DEF"`` (owns the namespace: one per namespace), ``"FRAGMENT"``
+    (adds definitions to it) or ``"IMPL"`` (only kernels, by default for
+    ``dispatch_key``). A library is a context manager, and closes itself when
+    garbage-collected, like torch's.
+    """
+
+    def __init__(
+        self,
+        ns: str,
+        kind: LibraryKind,
+        dispatch_key: KeyLike | None = None,
+        *,
+        dispatcher: Dispatcher | None = None,
+    ) -> None:
+        self.dispatcher = default_dispatcher if dispatcher is None else dispatcher
+        if kind not in ("DEF", "IMPL", "FRAGMENT"):
+            raise RegistrationError(
+                f"Library: kind {kind!r} is not a library kind. A library either owns its "
+                "namespace (DEF), adds definitions to it (FRAGMENT), or registers kernels "
+                "only (IMPL). Use 'DEF', 'FRAGMENT' or 'IMPL'."
+            )
+        key = (
+            None if dispatch_key is None else self.dispatcher.parse_key(dispatch_key, api="Library")
+        )
+        self.ns = ns
+        self.kind = kind
+        self.dispatch_key = key
+        self._handles: list[RegistrationHandle] = []
+        self._handles.append(self.dispatcher.register_library(ns, kind))
+        self._finalizer = weakref.finalize(self, _close_all, self._handles)
+
+    # -- registrations ---------------------------------------------------------------
+
+    def _qualify(self, name: str, api: str) -> OperatorName:
+        """``"op"`` / ``"op.overload"`` / ``"ns::op"`` as a name in this namespace."""
+        text = name if "::" in name else f"{self.ns}::{name}"
+        qualified = parse_operator_name(text)
+        if qualified.namespace != self.ns:
+            raise RegistrationError(
+                f"{api}: {name!r} is in namespace {qualified.namespace!r}, but this library "
+                f"is for {self.ns!r}. A library registers in its own namespace only. "
+                f"Use Library({qualified.namespace!r}, ...) for it, or drop the prefix."
+            )
+        return qualified
+
+    def define(
+        self, schema: str | FunctionSchema, *, tags: tuple[str, ...] = ()
+    ) -> RegistrationHandle:
+        """Define an operator: ``"add(Tensor x, Tensor y) -> Tensor"`` (namespace optional)."""
+        api = "Library.define"
+        self._check_open(api)
+        if self.kind == "IMPL":
+            raise RegistrationError(
+                f"{api}: library {self.ns!r} is an IMPL library, which only registers kernels. "
+                "Definitions belong to the namespace's DEF library or a FRAGMENT. "
+                f"Use Library({self.ns!r}, 'FRAGMENT') to add definitions."
+            )
+        parsed = parse_schema(schema) if isinstance(schema, str) else schema
+        if parsed.name is None:
+            raise RegistrationError(
+                f"{api}: schema {str(parsed)!r} has no name. An operator is found by its name. "
+                "Write it as 'name(args) -> returns'."
+            )
+        if not parsed.name.namespace:
+            parsed = parsed.model_copy(update={"name": self._qualify(str(parsed.name), api)})
+        else:
+            self._qualify(str(parsed.name), api)
+        handle = self.dispatcher.register_def(parsed, tags=tags)
+        self._handles.append(handle)
+        return handle
+
+    def impl(
+        self,
+        name: str,
+        fn: Callable[..., Any],
+        dispatch_key: KeyLike | None = None,
+        *,
+        with_keyset: bool = False,
+    ) -> RegistrationHandle:
+        """Register ``fn`` as the kernel of op ``name`` for ``dispatch_key``.
+
+        The key defaults to the library's own (IMPL libraries), else the
+        catch-all CompositeImplicitAutograd. With ``with_keyset=True`` the
+        kernel is called as ``fn(keyset, *args, **kwargs)``, to redispatch.
+        """
+        api = "Library.impl"
+        self._check_open(api)
+        op = self._qualify(name, api)
+        key = dispatch_key if dispatch_key is not None else self.dispatch_key
+        kernel: Callable[..., Any] = fn
+        if with_keyset:
+            kernel = _keyset_kernel(fn)
+        handle = self.dispatcher.register_impl(op, key, kernel, boxed=with_keyset)
+        self._handles.append(handle)
+        return handle
+
+    def fallback(
+        self, fn: Callable[..., Any], dispatch_key: KeyLike | None = None
+    ) -> RegistrationHandle:
+        """Register a boxed ``fn(op, keyset, *args, **kwargs)`` for every op at a key."""
+        api = "Library.fallback"
+        self._check_open(api)
+        key = dispatch_key if dispatch_key is not None else self.dispatch_key
+        if key is None:
+            raise RegistrationError(
+                f"{api}: no dispatch key for the fallback of library {self.ns!r}. A fallback "
+                "serves one key for every operator. Pass dispatch_key, e.g. 'CPU'."
+            )
+        handle = self.dispatcher.register_fallback(key, fn)
+        self._handles.append(handle)
+        return handle
+
+    # -- lifetime --------------------------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        return not self._finalizer.alive
+
+    def _check_open(self, api: str) -> None:
+        if self.closed:
+            raise RegistrationError(
+                f"{api}: library {self.ns!r} ({self.kind}) is closed. A closed library has "
+                "removed its registrations. Create a new Library."
+            )
+
+    def close(self) -> None:
+        """Remove every registration of this library, newest first (idempotent)."""
+        self._finalizer()
+
+    def __enter__(self) -> Library:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = " closed" if self.closed else ""
+        key = f" {self.dispatch_key.name}" if self.dispatch_key is not None else ""
+        return f"<Library {self.ns} {self.kind}{key}{state}: {len(self._handles)} registrations>"
+
+
+def _keyset_kernel(fn: Callable[..., Any]) -> Callable[..., Any]:
+    def kernel(op: object, keyset: DispatchKeySet, *args: Any, **kwargs: Any) -> Any:
+        return fn(keyset, *args, **kwargs)
+
+    kernel.__wrapped__ = fn  # type: ignore[attr-defined]
+    return kernel
+
+
+Block: TypeAlias = Callable[[Library], object]
+
+
+def _block(
+    ns: str, kind: LibraryKind, key: KeyLike | None, dispatcher: Dispatcher | None
+) -> Callable[[Block], Library]:
+    def run(body: Block) -> Library:
+        lib = Library(ns, kind, key, dispatcher=dispatcher)
+        try:
+            body(lib)
+        except BaseException:
+            lib.close()  # a block that fails registers nothing
+            raise
+        return lib
+
+    return run
+
+
+def library(ns: str, *, dispatcher: Dispatcher | None = None) -> Callable[[Block], Library]:
+    """``TORCH_LIBRARY(ns, m)``: run the decorated ``fn(lib)`` with the namespace's DEF library.
+
+    The decorator returns the `Library`, so the module keeps it (and its ops) alive.
+    """
+    return _block(ns, "DEF", None, dispatcher)
+
+
+def library_impl(
+    ns: str, dispatch_key: KeyLike, *, dispatcher: Dispatcher | None = None
+) -> Callable[[Block], Library]:
+    """``TORCH_LIBRARY_IMPL(ns, key, m)``: kernels for ``dispatch_key`` in namespace ``ns``."""
+    return _block(ns, "IMPL", dispatch_key, dispatcher)
+
+
+def library_fragment(
+    ns: str, *, dispatcher: Dispatcher | None = None
+) -> Callable[[Block], Library]:
+    """``TORCH_LIBRARY_FRAGMENT(ns, m)``: more definitions for namespace ``ns``."""
+    return _block(ns, "FRAGMENT", None, dispatcher)

@@ -1,0 +1,214 @@
+"""``customop.ops.<ns>.<name>.<overload>``: operators as Python attributes.
+
+Packets and overloads are looked up in the dispatcher when first touched and
+cached; a cached object is used only while the registry epoch is the one it
+was made in or its schema is still the operator's, so ops stay current as
+libraries come and go.
+"""
+
+from __future__ import annotations
+
+import difflib
+import keyword
+from typing import Any, Final
+
+from customop.dispatch import Dispatcher, OperatorHandle, epoch
+from customop.dispatch._global import dispatcher as default_dispatcher
+from customop.library._callgen import type_checkable
+from customop.library._overload import OpOverload, bind_overload
+from customop.library._resolve import choose_overload
+from customop.schema import FunctionSchema, OperatorName
+
+__all__ = ["OpNamespace", "OpOverloadPacket", "Ops", "ops"]
+
+
+def defined_names(dispatcher: Dispatcher) -> list[OperatorName]:
+    return [name for name, entry in list(dispatcher._entries.items()) if entry.schema is not None]
+
+
+def unmangle(name: str) -> str:
+    """``from_`` -> ``from``: a Python keyword cannot be an attribute, so, as in
+    PEP 8 and the generated stubs, ops and overloads named like one take a ``_``."""
+    base = name[:-1]
+    return base if name.endswith("_") and keyword.iskeyword(base) else name
+
+
+def _close(name: str, choices: list[str]) -> str:
+    close = difflib.get_close_matches(name, choices, n=3, cutoff=0.6)
+    return f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+
+
+class OpOverloadPacket:
+    """``ops.<ns>.<name>``: every overload of one operator name.
+
+    Calling the packet picks the overload whose schema binds the arguments,
+    types included; ``.default`` / ``.<overload>`` give one `OpOverload`.
+    """
+
+    def __init__(self, dispatcher: Dispatcher, ns: str, name: str) -> None:
+        self._dispatcher = dispatcher
+        self._ns = ns
+        self._name = name
+        self._overloads: dict[str, OpOverload] = {}
+        self._choices: dict[Any, OpOverload] = {}
+        self._token: object = None
+        # The only overload, while there is one: packet calls then skip resolution.
+        self._single: OpOverload | None = None
+
+    @property
+    def name(self) -> str:
+        """``ns::name``."""
+        return f"{self._ns}::{self._name}"
+
+    def overloads(self) -> list[str]:
+        """Overload names, ``"default"`` first."""
+        found = [
+            n.overload or "default"
+            for n in defined_names(self._dispatcher)
+            if n.namespace == self._ns and n.name == self._name
+        ]
+        return sorted(found, key=lambda o: (o != "default", o))
+
+    @property
+    def schema(self) -> FunctionSchema:
+        """The default overload's schema."""
+        return self.default.schema
+
+    @property
+    def default(self) -> OpOverload:
+        return self.overload("default")
+
+    def overload(self, overload: str) -> OpOverload:
+        """The `OpOverload` named ``overload`` (``"default"`` for the unnamed one)."""
+        cached = self._overloads.get(overload)
+        if cached is not None and cached.is_current:
+            return cached
+        text = f"{self.name}.{overload}" if overload != "default" else self.name
+        handle = self._dispatcher.find_op(text)
+        if handle is None:
+            known = self.overloads()
+            raise AttributeError(
+                f"ops.{self._ns}.{self._name}: no overload {overload!r}. An overload is "
+                f"defined with the op's name plus '.overload'. Defined overloads: "
+                f"{', '.join(known) or 'none'}.{_close(overload, known)}"
+            )
+        bound = bind_overload(handle, f"ops.{self._ns}.{self._name}.{overload}")
+        self._overloads[overload] = bound
+        return bound
+
+    def __getattr__(self, overload: str) -> OpOverload:
+        if overload.startswith("__") and overload.endswith("__"):
+            raise AttributeError(overload)  # Python protocols (__deepcopy__, ...), never overloads
+        return self.overload(unmangle(overload))
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._token is epoch.token:
+            single = self._single
+            if single is not None:
+                return single(*args, **kwargs)
+        return self._resolve(args, kwargs)
+
+    def _resolve(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        token = epoch.token
+        if token is not self._token:
+            names = self.overloads()
+            self._choices = {}
+            self._single = self.overload(names[0]) if len(names) == 1 else None
+            self._token = token
+            if self._single is not None:
+                return self._single(*args, **kwargs)
+        key = (tuple(map(type, args)), tuple(kwargs))
+        chosen = self._choices.get(key)
+        if chosen is None:
+            candidates = [self.overload(name) for name in self.overloads()]
+            chosen = choose_overload(self.name, candidates, args, kwargs)
+            if chosen.schema.arguments and all(
+                _type_decides(a.type) for a in chosen.schema.arguments
+            ):
+                self._choices[key] = chosen
+        return chosen(*args, **kwargs)
+
+    def __dir__(self) -> list[str]:
+        return [*super().__dir__(), *self.overloads()]
+
+    def __repr__(self) -> str:
+        return f"<OpOverloadPacket {self.name}: overloads {', '.join(self.overloads())}>"
+
+
+def _type_decides(tp: object) -> bool:
+    """Whether an argument's Python type alone decides if a schema type fits it."""
+    return type_checkable(tp)
+
+
+class OpNamespace:
+    """``ops.<ns>``: the operators of one namespace."""
+
+    def __init__(self, dispatcher: Dispatcher, ns: str) -> None:
+        self._dispatcher = dispatcher
+        self._ns = ns
+        self._packets: dict[str, OpOverloadPacket] = {}
+
+    def names(self) -> list[str]:
+        found = {n.name for n in defined_names(self._dispatcher) if n.namespace == self._ns}
+        return sorted(found)
+
+    def __getattr__(self, name: str) -> OpOverloadPacket:
+        name = unmangle(name)
+        packet = self._packets.get(name)
+        if packet is None:
+            known = self.names()
+            if name.startswith("__") and name.endswith("__") and name not in known:
+                raise AttributeError(name)  # Python protocols; `ops.aten.__and__` is an op
+            if name not in known:
+                raise AttributeError(
+                    f"ops.{self._ns}: no operator {name!r}. Operators appear here once they "
+                    f"are defined (custom_op or Library.define). Defined in {self._ns!r}: "
+                    f"{', '.join(known) or 'none'}.{_close(name, known)}"
+                )
+            packet = self._packets[name] = OpOverloadPacket(self._dispatcher, self._ns, name)
+        elif not packet.overloads():
+            del self._packets[name]
+            return self.__getattr__(name)
+        return packet
+
+    def __dir__(self) -> list[str]:
+        return [*super().__dir__(), *self.names()]
+
+    def __repr__(self) -> str:
+        return f"<OpNamespace {self._ns}: {', '.join(self.names())}>"
+
+
+class Ops:
+    """``customop.ops``: a namespace object per operator namespace."""
+
+    def __init__(self, dispatcher: Dispatcher | None = None) -> None:
+        self._dispatcher = default_dispatcher if dispatcher is None else dispatcher
+        self._namespaces: dict[str, OpNamespace] = {}
+
+    def namespaces(self) -> list[str]:
+        return sorted({n.namespace for n in defined_names(self._dispatcher)})
+
+    def __getattr__(self, ns: str) -> OpNamespace:
+        if ns.startswith("__"):
+            raise AttributeError(ns)
+        space = self._namespaces.get(ns)
+        if space is None:
+            known = self.namespaces()
+            if ns not in known:
+                raise AttributeError(
+                    f"ops: no namespace {ns!r}. A namespace appears once an operator is "
+                    f"defined in it. Namespaces: {', '.join(known) or 'none'}.{_close(ns, known)}"
+                )
+            space = self._namespaces[ns] = OpNamespace(self._dispatcher, ns)
+        return space
+
+    def __dir__(self) -> list[str]:
+        return [*super().__dir__(), *self.namespaces()]
+
+
+#: The operators of the process-wide dispatcher.
+ops: Final = Ops()
+
+
+def overload_of(handle: OperatorHandle) -> OpOverload:
+    return bind_overload(handle)

@@ -1,0 +1,125 @@
+"""`OpOverload`: one operator overload, callable with its schema's exact signature.
+
+Each overload object is an instance of its own small subclass whose
+``__call__`` is generated for the schema (see `_callgen`), so a call costs
+one method call plus the generated fast path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from customop.dispatch import Dispatcher, DispatchKeySet, OperatorHandle
+from customop.exceptions import RegistrationError
+from customop.library._callgen import CallSite, can_generate, compile_call
+from customop.library._checks import Check
+from customop.schema import FunctionSchema, OperatorName
+
+__all__ = ["OpOverload", "bind_overload", "is_tensor_check"]
+
+
+def is_tensor_check(dispatcher: Dispatcher) -> Callable[[object], bool]:
+    """Whether a value is a tensor: its type (or a base) is a registered array type."""
+    registry = dispatcher._backends
+    fast = registry.fast
+
+    def is_tensor(value: object) -> bool:
+        return type(value) in fast or registry.lookup(type(value)) is not None
+
+    return is_tensor
+
+
+class OpOverload:
+    """``ops.<ns>.<name>.<overload>``: a pre-bound operator overload.
+
+    Calling it binds the arguments to ``schema`` (defaults filled, keyword-only
+    enforced, types checked) and dispatches. ``redispatch(keyset, ...)`` runs
+    the kernel for an explicit key set.
+    """
+
+    __slots__ = ("_handle", "_site", "schema")
+
+    _handle: OperatorHandle
+    _site: CallSite | None
+    schema: FunctionSchema
+
+    def __init__(
+        self, handle: OperatorHandle, schema: FunctionSchema, site: CallSite | None
+    ) -> None:
+        self._handle = handle
+        self._site = site
+        self.schema = schema
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # Only for schemas whose names cannot be Python parameters (keywords,
+        # varargs): others get a generated __call__ on their own subclass.
+        self.check_current()
+        if kwargs:
+            names = {arg.name for arg in self.schema.arguments}
+            kwargs = {_unmangled(k, names): v for k, v in kwargs.items()}
+        return self._handle(*args, **kwargs)
+
+    @property
+    def name(self) -> OperatorName:
+        assert self.schema.name is not None
+        return self.schema.name
+
+    @property
+    def overload_name(self) -> str:
+        return self.name.overload or "default"
+
+    @property
+    def handle(self) -> OperatorHandle:
+        """The dispatcher's handle of this operator."""
+        return self._handle
+
+    @property
+    def dispatcher(self) -> Dispatcher:
+        return self._handle.dispatcher
+
+    @property
+    def is_current(self) -> bool:
+        """Whether the operator is still defined with this overload's schema."""
+        return self._handle.has_schema and self._handle.schema == self.schema
+
+    def check_current(self) -> None:
+        """Raise if the operator was redefined with another schema since this was made."""
+        if self._site is not None:
+            self._site.check_schema()
+        elif self._handle.has_schema and self._handle.schema != self.schema:
+            raise RegistrationError(
+                f"{self.name}: this OpOverload was made for {self.schema}, but the operator "
+                f"has been redefined as {self._handle.schema}. Look it up again in customop.ops."
+            )
+
+    def redispatch(self, keyset: DispatchKeySet, /, *args: Any, **kwargs: Any) -> Any:
+        """Run the kernel for ``keyset`` directly (from a boxed kernel: the keys below yours)."""
+        return self._handle.redispatch(keyset, *args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<OpOverload {self.name.qualified_name}.{self.overload_name}: {self.schema}>"
+
+
+def _unmangled(name: str, names: set[str]) -> str:
+    # A keyword-only argument named like a Python keyword is passed as `from_=`.
+    return name[:-1] if name.endswith("_") and name not in names and name[:-1] in names else name
+
+
+def bind_overload(
+    handle: OperatorHandle, api: str = "", value_checks: dict[int, Check] | None = None
+) -> OpOverload:
+    """An `OpOverload` of ``handle``'s current schema, with its generated ``__call__``.
+
+    ``value_checks`` replace the type checks of some arguments (by index).
+    """
+    schema = handle.schema
+    if not can_generate(schema):
+        return OpOverload(handle, schema, None)
+    is_tensor = is_tensor_check(handle.dispatcher)
+    site = CallSite(handle, schema, is_tensor, api or str(schema.name), value_checks)
+    call = compile_call(site, method=True)
+    cls: type[OpOverload] = type(
+        f"OpOverload[{schema.name}]", (OpOverload,), {"__slots__": (), "__call__": call}
+    )
+    return cls(handle, schema, site)

@@ -1,0 +1,65 @@
+"""Choosing the overload of a packet call: the one schema the arguments bind to."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from customop.library._checks import Check, value_check
+from customop.library._overload import OpOverload, is_tensor_check
+
+__all__ = ["choose_overload"]
+
+_MISSING = object()
+
+
+def _bind(overload: OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
+    """Why the arguments do not bind to the overload's schema, or None if they do."""
+    schema = overload.schema
+    positional = [a for a in schema.arguments if not a.kwarg_only]
+    if len(args) > len(positional):
+        return f"takes {len(positional)} positional argument(s), got {len(args)}"
+    names = {a.name for a in schema.arguments}
+    unknown = [k for k in kwargs if k not in names]
+    if unknown:
+        return f"has no argument {unknown[0]!r}"
+    is_tensor = _tensor_check(overload)
+    for index, arg in enumerate(schema.arguments):
+        if index < len(args):
+            if arg.name in kwargs:
+                return f"got argument {arg.name!r} twice"
+            value = args[index]
+        else:
+            value = kwargs.get(arg.name, _MISSING)
+            if value is _MISSING:
+                if arg.default is None:
+                    return f"needs argument {arg.name!r}"
+                continue
+        if not value_check(arg.type, is_tensor)(value):
+            return f"argument {arg.name!r} expects {arg.type}, got {type(value).__qualname__}"
+    return None
+
+
+def _tensor_check(overload: OpOverload) -> Check:
+    return is_tensor_check(overload.dispatcher)
+
+
+def choose_overload(
+    packet: str, candidates: list[OpOverload], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> OpOverload:
+    """The one overload the call binds to; a TypeError listing the schemas otherwise."""
+    reasons = [(overload, _bind(overload, args, kwargs)) for overload in candidates]
+    fitting = [overload for overload, reason in reasons if reason is None]
+    if len(fitting) == 1:
+        return fitting[0]
+    if not fitting:
+        lines = "".join(f"\n  {o.schema}: {reason}" for o, reason in reasons)
+        raise TypeError(
+            f"{packet}: no overload binds these arguments. A packet call picks the overload "
+            f"whose schema fits the arguments, types included. Candidates:{lines}"
+        )
+    lines = "".join(f"\n  {o.schema}" for o in fitting)
+    raise TypeError(
+        f"{packet}: the call is ambiguous: {len(fitting)} overloads bind these arguments. "
+        f"A packet call needs exactly one. Call an overload directly, e.g. "
+        f"{packet.replace('::', '.')}.{fitting[0].overload_name}(...). Candidates:{lines}"
+    )

@@ -1,0 +1,133 @@
+"""include_keys / exclude_keys: per thread and per asyncio task; and the epoch clock."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import numpy as np
+import pytest
+
+from customop.dispatch import (
+    Dispatcher,
+    DispatchKey,
+    DispatchKeySet,
+    epoch,
+    exclude_keys,
+    include_keys,
+    local_keys,
+)
+
+K = DispatchKey
+
+
+@pytest.fixture
+def fake_op(dispatcher: Dispatcher) -> Dispatcher:
+    dispatcher.register_def("t::op(Tensor x) -> Tensor")
+    dispatcher.register_impl("t::op", "CPU", lambda x: "cpu")
+    dispatcher.register_impl("t::op", "Fake", lambda x: "fake")
+    return dispatcher
+
+
+def test_include_adds_keys_to_calls(fake_op: Dispatcher) -> None:
+    op = fake_op.find_schema_or_throw("t::op")
+    assert op(np.ones(1)) == "cpu"
+    with include_keys(K.Fake) as added:
+        assert added == DispatchKeySet(K.Fake)
+        assert op(np.ones(1)) == "fake"
+    assert op(np.ones(1)) == "cpu"
+
+
+def test_exclude_wins_over_include_and_nests(fake_op: Dispatcher) -> None:
+    op = fake_op.find_schema_or_throw("t::op")
+    with include_keys(K.Fake), exclude_keys(K.Fake):
+        assert op(np.ones(1)) == "cpu"
+        assert local_keys() == (DispatchKeySet(K.Fake), DispatchKeySet(K.Fake))
+    assert local_keys() == (DispatchKeySet(), DispatchKeySet())
+
+
+def test_alias_keys_expand(fake_op: Dispatcher) -> None:
+    with exclude_keys(K.Autograd):
+        assert local_keys()[1] == K.Autograd.expansion
+
+
+def test_guard_reentry_restores_each_level() -> None:
+    guard = include_keys(K.Tracer)
+    with guard:
+        with guard:
+            assert local_keys()[0] == DispatchKeySet(K.Tracer)
+        assert local_keys()[0] == DispatchKeySet(K.Tracer)
+    assert local_keys()[0] == DispatchKeySet()
+    assert repr(guard) == "include_keys(Tracer)"
+
+
+def test_threads_do_not_share_local_keys() -> None:
+    seen: list[DispatchKeySet] = []
+    inside = threading.Event()
+    done = threading.Event()
+
+    def other() -> None:
+        inside.wait(5)
+        seen.append(local_keys()[0])
+        done.set()
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    with include_keys(K.Fake):
+        inside.set()
+        done.wait(5)
+    thread.join(5)
+    assert seen == [DispatchKeySet()]
+
+
+def test_asyncio_tasks_do_not_share_local_keys(fake_op: Dispatcher) -> None:
+    op = fake_op.find_schema_or_throw("t::op")
+    results: dict[str, list[str]] = {"faking": [], "plain": []}
+
+    async def faking() -> None:
+        with include_keys(K.Fake):
+            for _ in range(3):
+                results["faking"].append(op(np.ones(1)))
+                await asyncio.sleep(0)
+
+    async def plain() -> None:
+        for _ in range(3):
+            results["plain"].append(op(np.ones(1)))
+            await asyncio.sleep(0)
+
+    async def main() -> None:
+        await asyncio.gather(faking(), plain())
+
+    asyncio.run(main())
+    assert results == {"faking": ["fake"] * 3, "plain": ["cpu"] * 3}
+
+
+def test_local_keys_refuse_names() -> None:
+    with pytest.raises(TypeError) as caught:
+        include_keys("Fake")  # type: ignore[arg-type]
+    assert str(caught.value) == (
+        "include_keys: expected DispatchKey or DispatchKeySet arguments, got 'Fake'. Local key "
+        "sets hold dispatch keys only. Convert a name with DispatchKey.from_name first."
+    )
+
+
+def test_epoch_advances_on_every_registration(dispatcher: Dispatcher) -> None:
+    before = epoch.token
+    handle = dispatcher.register_def("t::op(Tensor x) -> Tensor")
+    after_def = epoch.token
+    handle.remove()
+    assert before is not after_def and after_def is not epoch.token
+    assert epoch.token.number > after_def.number > before.number
+
+
+def test_epoch_is_not_cacheable_while_local_keys_are_active() -> None:
+    assert epoch.cacheable
+    before = epoch.token
+    with include_keys(K.Fake):
+        assert not epoch.cacheable
+        inside = epoch.token
+        with exclude_keys(K.CPU):
+            assert epoch.token is inside  # only the first entry and the last exit advance
+    assert epoch.cacheable
+    assert before is not inside and inside is not epoch.token
+    assert repr(before).startswith("<Epoch ")

@@ -1,0 +1,58 @@
+"""The package's public surface and its place in the layers."""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import customop.dispatch
+
+PACKAGE = Path(customop.dispatch.__file__).parent
+ALLOWED_THIRD_PARTY = {"numpy", "pydantic", "typing_extensions"}
+ALLOWED_CUSTOMOP = ("customop.dispatch", "customop.schema", "customop.exceptions")
+
+
+def test_public_names() -> None:
+    assert customop.dispatch.__all__ == sorted(customop.dispatch.__all__)
+    assert customop.dispatch.__all__ == [
+        "ArrayTypeInfo", "DispatchKey", "DispatchKeySet", "Dispatcher", "DispatcherSnapshot",
+        "Epoch", "EpochClock", "FallbackInfo", "Kernel", "KernelInfo", "LibraryInfo",
+        "LibraryKind", "LocalKeysGuard", "OperatorHandle", "OperatorInfo", "OperatorListener",
+        "Reason", "RegistrationHandle", "TableEntry", "below", "epoch", "exclude_keys",
+        "fallthrough", "include_keys", "local_keys",
+    ]  # fmt: skip
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def test_dispatch_imports_only_lower_layers() -> None:
+    bad = {}
+    for path in sorted(PACKAGE.glob("*.py")):
+        for name in _imports(path):
+            top = name.split(".")[0]
+            if top == "customop":
+                ok = name.startswith(ALLOWED_CUSTOMOP)
+            else:
+                ok = (
+                    top in sys.stdlib_module_names
+                    or top in ALLOWED_THIRD_PARTY
+                    or top == "__future__"
+                )
+            if not ok:
+                bad[path.name] = name
+    assert bad == {}
+
+
+def test_modules_stay_small() -> None:
+    sizes = {path.name: len(path.read_text().splitlines()) for path in PACKAGE.glob("*.py")}
+    assert {name: size for name, size in sizes.items() if size > 400} == {}

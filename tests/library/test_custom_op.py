@@ -1,0 +1,242 @@
+"""@custom_op: options, kernels per device, fake impls, redefinition."""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, Literal
+
+import numpy as np
+import pytest
+
+from customop import MutatesArgs, Tensor
+from customop.dispatch import Dispatcher, DispatchKey
+from customop.exceptions import RegistrationError
+from customop.library import CustomOpDef, Library, Ops, custom_op, register_fake, register_kernel
+
+
+def test_custom_op_infers_registers_and_calls(dispatcher: Dispatcher, ops: Ops) -> None:
+    @custom_op("mylib::scale", mutates_args=(), dispatcher=dispatcher)
+    def scale(x: np.ndarray, *, factor: float = 2.0) -> np.ndarray:
+        """Multiply by factor."""
+        return x * factor
+
+    x = np.arange(3.0)
+    np.testing.assert_array_equal(scale(x), 2 * x)
+    np.testing.assert_array_equal(scale(x, factor=3.0), 3 * x)
+    np.testing.assert_array_equal(ops.mylib.scale(x), 2 * x)
+    assert isinstance(scale, CustomOpDef)
+    assert str(scale.schema) == "mylib::scale(Tensor x, *, float factor=2.) -> Tensor"
+    assert scale.op is not None and scale.__doc__ == "Multiply by factor."
+    assert dispatcher.table_entry("mylib::scale", "CPU").reason == "default backend kernel"
+
+
+def test_call_form_and_explicit_schema(dispatcher: Dispatcher) -> None:
+    def body(x: Any, n: Any) -> Any:
+        return x * n
+
+    op = custom_op(
+        "mylib::times",
+        body,
+        mutates_args=(),
+        schema="(Tensor x, int n) -> Tensor",
+        dispatcher=dispatcher,
+    )
+    np.testing.assert_array_equal(op(np.ones(2), 3), [3.0, 3.0])
+    assert str(op.schema) == "mylib::times(Tensor x, int n) -> Tensor"
+
+
+def test_device_types_register_only_those_devices(dispatcher: Dispatcher) -> None:
+    @custom_op("mylib::cpu_only", mutates_args=(), device_types="cpu", dispatcher=dispatcher)
+    def cpu_only(x: Tensor) -> Tensor:
+        return x
+
+    assert dispatcher.table_entry("mylib::cpu_only", "CPU").reason == "kernel"
+    assert dispatcher.table_entry("mylib::cpu_only", "CUDA").reason == "missing"
+
+
+def test_register_kernel_as_decorator_and_call(dispatcher: Dispatcher) -> None:
+    @custom_op("mylib::f", mutates_args=(), device_types="cuda", dispatcher=dispatcher)
+    def f(x: Tensor) -> Tensor:
+        return x
+
+    @f.register_kernel("cpu")
+    def _(x: Tensor) -> Tensor:
+        return x * 10
+
+    np.testing.assert_array_equal(f(np.ones(1)), [10.0])
+    _.remove()
+    with pytest.raises(NotImplementedError):
+        f(np.ones(1))
+    handle = f.register_kernel(["cpu", "meta"], lambda x: x * 5)
+    np.testing.assert_array_equal(f(np.ones(1)), [5.0])
+    assert dispatcher.table_entry("mylib::f", "Meta").reason == "kernel"
+    handle.remove()
+    assert dispatcher.table_entry("mylib::f", "Meta").reason == "missing"
+
+
+def test_register_fake_checks_the_signature(dispatcher: Dispatcher) -> None:
+    @custom_op("mylib::g", mutates_args=(), dispatcher=dispatcher)
+    def g(x: Tensor, y: Tensor) -> Tensor:
+        return x
+
+    with pytest.raises(RegistrationError) as excinfo:
+
+        @g.register_fake
+        def _(x: Tensor, z: Tensor) -> Tensor:
+            return x
+
+    assert str(excinfo.value) == (
+        "mylib::g.register_fake: the fake impl _(x: 'Tensor', z: 'Tensor') -> 'Tensor' does not "
+        "match the schema mylib::g(Tensor x, Tensor y) -> Tensor: parameter 1 is named 'z', the "
+        "schema's is 'y'. The dispatcher calls it with the op's arguments, positional ones by "
+        "position and keyword-only ones by name. Give it the schema's parameters, in order."
+    )
+    assert dispatcher.table_entry("mylib::g", "Fake").reason != "kernel"
+    handle = g.register_fake(lambda x, y: x)
+    assert dispatcher.table_entry("mylib::g", "Fake").reason == "kernel"
+    handle.remove()
+
+
+def test_mutates_args_marks_the_schema(dispatcher: Dispatcher) -> None:
+    @custom_op("mylib::fill_", mutates_args=["x"], dispatcher=dispatcher)
+    def fill_(x: np.ndarray, value: float) -> None:
+        x[...] = value
+
+    assert str(fill_.schema) == "mylib::fill_(Tensor(a0!) x, float value) -> ()"
+    x = np.zeros(2)
+    assert fill_(x, 3.0) is None
+    np.testing.assert_array_equal(x, [3.0, 3.0])
+
+
+def test_mutates_args_unknown_is_an_enum_member(dispatcher: Dispatcher) -> None:
+    @custom_op("mylib::u", mutates_args=MutatesArgs.UNKNOWN, dispatcher=dispatcher)
+    def u(x: Tensor) -> None: ...
+
+    assert u.schema.is_mutable
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (
+            {"name": "noname", "mutates_args": ()},
+            "custom_op: option 'name': name 'noname' must be 'namespace::name' (no overload). "
+            "The namespace keeps libraries apart. Write e.g. 'mylib::my_op'.",
+        ),
+        (
+            {"name": "mylib::f.out", "mutates_args": ()},
+            "custom_op: option 'name': name 'mylib::f.out' must be 'namespace::name' (no "
+            "overload). The namespace keeps libraries apart. Write e.g. 'mylib::my_op'.",
+        ),
+        (
+            {"name": "mylib::f", "mutates_args": "unknown"},
+            "custom_op: option 'mutates_args': mutates_args='unknown' is a string. It names the "
+            "mutated parameters. Pass a sequence of names, e.g. ['unknown'], or "
+            "MutatesArgs.UNKNOWN.",
+        ),
+        (
+            {"name": "mylib::f", "mutates_args": (), "device_types": "tpu"},
+            "custom_op: device type 'tpu' is unknown. A kernel is registered for a backend "
+            "device. Known device types: cpu, cuda, meta, privateuseone, privateusethree, "
+            "privateusetwo (rename a PrivateUse backend to add one).",
+        ),
+    ],
+    ids=["no-namespace", "overload", "magic-string", "device"],
+)
+def test_bad_options_register_nothing(
+    dispatcher: Dispatcher, kwargs: dict[str, Any], message: str
+) -> None:
+    def f(x: Tensor) -> Tensor:
+        return x
+
+    with pytest.raises((ValueError, RegistrationError)) as excinfo:
+        custom_op(kwargs.pop("name"), f, dispatcher=dispatcher, **kwargs)
+    assert str(excinfo.value) == message
+    assert dispatcher.snapshot().operators == ()
+
+
+def test_redefinition_replaces_and_old_object_raises(dispatcher: Dispatcher) -> None:
+    @custom_op("mylib::h", mutates_args=(), dispatcher=dispatcher)
+    def h(x: Tensor) -> Tensor:
+        return x
+
+    old = h
+
+    @custom_op("mylib::h", mutates_args=(), dispatcher=dispatcher)
+    def h2(x: np.ndarray, n: int = 2) -> np.ndarray:
+        return x * n
+
+    np.testing.assert_array_equal(h2(np.ones(1)), [2.0])
+    with pytest.raises(
+        RegistrationError, match=r"was replaced by a newer one at .*test_custom_op\.py"
+    ):
+        old(np.ones(1))
+    with pytest.raises(RegistrationError, match="was replaced"):
+        old.register_fake(lambda x: x)
+
+
+def test_failed_redefinition_keeps_the_old_one(dispatcher: Dispatcher) -> None:
+    @custom_op("mylib::k", mutates_args=(), dispatcher=dispatcher)
+    def k(x: Tensor) -> Tensor:
+        return x
+
+    with pytest.raises(Exception, match="infer_schema"):
+
+        @custom_op("mylib::k", mutates_args=(), dispatcher=dispatcher)
+        def k2(x: dict) -> Tensor:  # type: ignore[type-arg]
+            return x  # type: ignore[return-value]
+
+    np.testing.assert_array_equal(k(np.ones(1)), [1.0])
+
+
+def test_name_owned_by_a_library_is_refused(dispatcher: Dispatcher) -> None:
+    with Library("mylib", "DEF", dispatcher=dispatcher) as lib:
+        lib.define("taken(Tensor x) -> Tensor")
+        with pytest.raises(RegistrationError, match="already defined, not by @custom_op"):
+
+            @custom_op("mylib::taken", mutates_args=(), dispatcher=dispatcher)
+            def taken(x: Tensor) -> Tensor:
+                return x
+
+
+def test_free_functions_serve_library_ops(dispatcher: Dispatcher, ops: Ops) -> None:
+    with Library("mylib", "DEF", dispatcher=dispatcher) as lib:
+        lib.define("twice(Tensor x) -> Tensor")
+        kernel = register_kernel("mylib::twice", "cpu", lambda x: 2 * x, dispatcher=dispatcher)
+        fake = register_fake(ops.mylib.twice.default, lambda x: x, dispatcher=dispatcher)
+        np.testing.assert_array_equal(ops.mylib.twice(np.ones(1)), [2.0])
+        assert dispatcher.table_entry("mylib::twice", DispatchKey.Fake).reason == "kernel"
+        for handle in (fake, kernel):
+            handle.remove()
+        with pytest.raises(RegistrationError, match="does not match the schema"):
+            register_fake("mylib::twice", lambda y: y, dispatcher=dispatcher)
+
+
+def test_literal_arguments_accept_only_their_values(dispatcher: Dispatcher) -> None:
+    @custom_op("mylib::reduce", mutates_args=(), dispatcher=dispatcher)
+    def reduce(x: np.ndarray, mode: Literal["sum", "mean"] = "sum") -> np.ndarray:
+        return x.sum() if mode == "sum" else x.mean()
+
+    assert reduce(np.ones(4), "mean") == 1.0
+    with pytest.raises(TypeError, match="argument 'mode'"):
+        reduce(np.ones(4), "max")  # type: ignore[arg-type]
+
+
+class Mode(enum.Enum):
+    SUM = "sum"
+    MEAN = "mean"
+
+
+def test_enum_arguments_reach_the_kernel_as_members(dispatcher: Dispatcher) -> None:
+    seen: list[object] = []
+
+    @custom_op("mylib::pool", mutates_args=(), dispatcher=dispatcher)
+    def pool(x: np.ndarray, mode: Mode = Mode.SUM) -> np.ndarray:
+        seen.append(mode)
+        return x.sum() if mode is Mode.SUM else x.mean()
+
+    assert str(pool.schema) == 'mylib::pool(Tensor x, str mode="sum") -> Tensor'
+    assert pool(np.ones(4), Mode.MEAN) == 1.0
+    assert pool(np.ones(4), "mean") == 1.0  # type: ignore[arg-type]
+    assert pool(np.ones(4)) == 4.0
+    assert seen == [Mode.MEAN, Mode.MEAN, Mode.SUM]

@@ -1,0 +1,52 @@
+"""mypy sees through @custom_op: each `# E: code` line is an error, and no other line is.
+
+Like attrs' test_mypy.yml: the case files are type-checked for real, and the
+errors compared with the markers.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).parent
+CASES = sorted(HERE.glob("*_cases.py"))
+MARK = re.compile(r"#\s*([EN]):\s*(.+)$")
+REPORT = re.compile(r"^(?P<file>[^:]+):(?P<line>\d+): (?P<kind>error|note): (?P<text>.*)$")
+
+
+def _expected(path: Path) -> set[tuple[int, str, str]]:
+    found = set()
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        mark = MARK.search(line)
+        if mark:
+            found.add((number, mark.group(1), mark.group(2).strip()))
+    return found
+
+
+def _reported(path: Path, output: str) -> set[tuple[int, str, str]]:
+    found = set()
+    for line in output.splitlines():
+        report = REPORT.match(line)
+        if not report or Path(report["file"]).name != path.name:
+            continue
+        if report["kind"] == "error":
+            code = re.search(r"\[([\w-]+)\]$", report["text"])
+            found.add((int(report["line"]), "E", code.group(1) if code else report["text"]))
+        elif report["text"].startswith("Revealed type"):
+            found.add((int(report["line"]), "N", report["text"]))
+    return found
+
+
+@pytest.mark.parametrize("path", CASES, ids=lambda p: p.name)
+def test_mypy_errors_match_the_markers(path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-error-summary", "--hide-error-context",
+         "--show-error-codes", "--no-incremental", str(path)],
+        capture_output=True, text=True, cwd=HERE.parent.parent, check=False,
+    )  # fmt: skip
+    assert _reported(path, result.stdout) == _expected(path), result.stdout
