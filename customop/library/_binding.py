@@ -41,8 +41,8 @@ def binding_error(
     schema: FunctionSchema,
     values: tuple[Any, ...],
     extra: tuple[Any, ...],
-    unknown: dict[str, Any],
     api: str,
+    unknown: dict[str, Any] | None = None,
 ) -> NoReturn:
     """Raise the TypeError for a call whose arguments do not bind to ``schema``."""
     npos = sum(1 for arg in schema.arguments if not arg.kwarg_only)

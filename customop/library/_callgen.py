@@ -29,7 +29,7 @@ from typing import Any, Final
 from customop.dispatch import DispatchKeySet, OperatorHandle, epoch
 from customop.dispatch._local import LOCAL_KEYS
 from customop.exceptions import RegistrationError
-from customop.library._binding import MISSING, binding_error, python_signature
+from customop.library._binding import MISSING, binding_error
 from customop.library._checks import Check, argument_type_error, value_check
 from customop.library._debug import debug_state
 from customop.schema import BaseType, FunctionSchema, OptionalType
@@ -50,7 +50,9 @@ def type_checkable(tp: object) -> bool:
 class CallSite:
     """What a generated call function closes over: the op, its checks, its cache."""
 
-    __slots__ = ("api", "cache", "checks", "fast", "guard", "handle", "keywords", "npos", "schema")
+    __slots__ = (
+        "api", "cache", "checks", "fast", "guard", "handle", "keywords", "npos", "required", "schema",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -72,15 +74,11 @@ class CallSite:
         self.fast = not value_checks and all(type_checkable(a.type) for a in schema.arguments)
         self.npos = sum(1 for arg in schema.arguments if not arg.kwarg_only)
         self.keywords = tuple(arg.name for arg in schema.arguments if arg.kwarg_only)
+        self.required = tuple(i for i, arg in enumerate(schema.arguments) if arg.default is None)
         # [epoch token, type of each argument..., kernel]; a fresh object never matches.
         self.cache: list[Any] = [object()] * (len(schema.arguments) + 2)
         #: Raises when the owner may no longer call (e.g. a replaced @custom_op).
         self.guard: Callable[[], None] | None = None
-
-    def check(self, values: tuple[Any, ...]) -> None:
-        for index, (check, value) in enumerate(zip(self.checks, values, strict=True)):
-            if not check(value):
-                argument_type_error(self.schema, index, value, self.api)
 
     def kernel(self, values: tuple[Any, ...]) -> tuple[Callable[..., Any], bool]:
         """The kernel for these arguments now, and whether it may be cached."""
@@ -108,24 +106,28 @@ class CallSite:
                 f"{self.schema.name.name if self.schema.name else ''})."
             )
 
-    def slow(
-        self,
-        values: tuple[Any, ...],
-        extra: tuple[Any, ...] = (),
-        unknown: dict[str, Any] | None = None,
-    ) -> Any:
-        if extra or unknown or any(value is MISSING for value in values):
-            binding_error(self.schema, values, extra, unknown or {}, self.api)
-        self.check_schema()
-        self.check(values)
+    def slow(self, values: tuple[Any, ...], extra: tuple[Any, ...] = ()) -> Any:
+        """Everything the fast path skips: binding errors, checks, kernel lookup."""
+        if extra:
+            binding_error(self.schema, values, extra, self.api)
+        for index in self.required:
+            if values[index] is MISSING:
+                binding_error(self.schema, values, extra, self.api)
+        if self.guard is not None or self.handle._entry.schema is not self.schema:
+            self.check_schema()
+        for index, check in enumerate(self.checks):
+            if not check(values[index]):
+                argument_type_error(self.schema, index, values[index], self.api)
         fn, cacheable = self.kernel(values)
         if cacheable:
             cache = self.cache
             cache[1:-1] = [type(value) for value in values]
             cache[-1] = fn
-        args, kwargs = self.split(values)
         if debug_state.active:
-            return debug_state.run(self.schema, fn, args, kwargs)
+            return debug_state.run(self.schema, fn, *self.split(values))
+        if not self.keywords:
+            return fn(*values)
+        args, kwargs = self.split(values)
         return fn(*args, **kwargs)
 
     def split(self, values: tuple[Any, ...]) -> tuple[tuple[Any, ...], dict[str, Any]]:
@@ -138,12 +140,12 @@ def {function}({params}):
     _co_c = _co_site.cache
     if {fast_test}:
         return _co_c[{kernel_index}]({call_args})
-    return _co_site.slow(({values}), _co_extra, _co_kw)
+    return _co_site.slow(({values}), _co_extra)
 """
 
 _SLOW = """\
 def {function}({params}):
-    return _co_site.slow(({values}), _co_extra, _co_kw)
+    return _co_site.slow(({values}), _co_extra)
 """
 
 # Compiled templates by signature shape: compile() costs ~40 µs, renaming the
@@ -153,12 +155,14 @@ _TEMPLATES: dict[tuple[int, int, bool, bool], CodeType] = {}
 
 def _render(names: list[str], npos: int, fast: bool, method: bool, function: str) -> str:
     # Every parameter has a default (the schema's, or the MISSING sentinel) and
-    # extras are collected, so a missing, surplus or unknown argument reaches
-    # `CallSite.slow`, which explains it against the schema. On the fast path
-    # MISSING costs nothing: its type never matches a cached argument type.
-    params = (["_co_self"] if method else []) + names[:npos] + ["*_co_extra"]
-    params += [*names[npos:], "**_co_kw"]
-    tests = ["not _co_extra", "not _co_kw", "_co_c[0] is _co_epoch.token"]
+    # surplus positionals are collected, so a missing or surplus argument
+    # reaches `CallSite.slow`, which explains it against the schema. On the fast
+    # path MISSING costs nothing: its type never matches a cached argument type.
+    # NOTE: no **kwargs catch-all: CPython allocates its dict on every call
+    # (~50 ns, a third of the wrapper floor). An unknown keyword gets Python's
+    # own TypeError, which names the op (the code's qualname) and the keyword.
+    params = (["_co_self"] if method else []) + names[:npos] + ["*_co_extra", *names[npos:]]
+    tests = ["not _co_extra", "_co_c[0] is _co_epoch.token"]
     tests += [f"_co_type({name}) is _co_c[{i + 1}]" for i, name in enumerate(names)]
     call_args = names[:npos] + [f"{name}={name}" for name in names[npos:]]
     return (_FAST if fast else _SLOW).format(
@@ -210,16 +214,16 @@ def compile_call(site: CallSite, *, method: bool) -> Callable[..., Any]:
         # Keyword names of the kernel call (`kernel(x, alpha=alpha)`) are constants.
         co_consts=tuple(_renamed(c, renames) for c in template.co_consts),
         co_name=function,
-        co_qualname=function,
+        co_qualname=str(schema.name),  # Python's own binding errors name the op
         co_filename=filename,
     )
     namespace = {"_co_site": site, "_co_epoch": epoch, "_co_type": type}
     defaults = [MISSING if a.default is None else a.default.value for a in schema.arguments]
     fn = FunctionType(code, namespace, function, tuple(defaults[:npos]) or None)
     fn.__kwdefaults__ = dict(zip(names[npos:], defaults[npos:], strict=True)) or None
-    fn.__signature__ = python_signature(schema, method=method)  # type: ignore[attr-defined]
-    source = _render(names, npos, fast, method, function)
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    # A 1-tuple is linecache's lazy entry: the source is rendered only if a
+    # traceback or debugger asks for it.
+    linecache.cache[filename] = (partial(_render, names, npos, fast, method, function),)
     return fn
 
 

@@ -14,7 +14,8 @@ from typing import Any, Final
 
 from customop.dispatch import Dispatcher, OperatorHandle, epoch
 from customop.dispatch._global import dispatcher as default_dispatcher
-from customop.library._callgen import type_checkable
+from customop.library._binding import MISSING
+from customop.library._callgen import CallSite, compile_call, type_checkable
 from customop.library._overload import OpOverload, bind_overload
 from customop.library._resolve import choose_overload
 from customop.schema import FunctionSchema, OperatorName
@@ -102,21 +103,39 @@ class OpOverloadPacket:
         return self.overload(unmangle(overload))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if self._token is epoch.token:
-            single = self._single
-            if single is not None:
-                return single(*args, **kwargs)
+        single = self._current_single()
+        if single is not None:
+            self._specialize(single)
+            return single(*args, **kwargs)
         return self._resolve(args, kwargs)
 
-    def _resolve(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def _current_single(self) -> OpOverload | None:
+        """The only overload, if there is exactly one (refreshed when the registry changes)."""
         token = epoch.token
         if token is not self._token:
             names = self.overloads()
             self._choices = {}
             self._single = self.overload(names[0]) if len(names) == 1 else None
             self._token = token
-            if self._single is not None:
-                return self._single(*args, **kwargs)
+        return self._single
+
+    def _specialize(self, single: OpOverload) -> None:
+        # NOTE: a packet with one overload takes that overload's generated call
+        # code (on a subclass made for it), so `ops.ns.op(x)` costs what
+        # `ops.ns.op.default(x)` does. Its slow path re-checks that the packet
+        # still has just this overload, and falls back to resolution otherwise.
+        site = single._site
+        if site is None or getattr(type(self), "_specialized_for", None) is single:
+            return
+        packet_site = _PacketSite(self, single, site)
+        call = compile_call(packet_site, method=True)
+        namespace = {"__call__": call, "_specialized_for": single}
+        self.__class__ = type(f"OpOverloadPacket[{self.name}]", (OpOverloadPacket,), namespace)
+
+    def _resolve(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        single = self._current_single()
+        if single is not None:
+            return single(*args, **kwargs)
         key = (tuple(map(type, args)), tuple(kwargs))
         chosen = self._choices.get(key)
         if chosen is None:
@@ -133,6 +152,34 @@ class OpOverloadPacket:
 
     def __repr__(self) -> str:
         return f"<OpOverloadPacket {self.name}: overloads {', '.join(self.overloads())}>"
+
+
+class _PacketSite(CallSite):
+    """The call site of a packet specialized to its single overload."""
+
+    __slots__ = ("overload", "packet")
+
+    def __init__(self, packet: OpOverloadPacket, overload: OpOverload, site: CallSite) -> None:
+        super().__init__(site.handle, site.schema, _anything, site.api)
+        self.checks = site.checks
+        self.fast = site.fast
+        self.guard = site.guard
+        self.packet = packet
+        self.overload = overload
+
+    def slow(self, values: tuple[Any, ...], extra: tuple[Any, ...] = ()) -> Any:
+        if self.packet._current_single() is self.overload:
+            return super().slow(values, extra)
+        # The packet gained or lost overloads: resolve this call like any other.
+        self.packet.__class__ = OpOverloadPacket
+        args, kwargs = self.split(values)
+        given = {k: v for k, v in kwargs.items() if v is not MISSING}
+        positional = tuple(v for v in args if v is not MISSING) + extra
+        return self.packet._resolve(positional, given)
+
+
+def _anything(value: object) -> bool:
+    return True
 
 
 def _type_decides(tp: object) -> bool:

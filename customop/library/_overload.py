@@ -7,11 +7,13 @@ one method call plus the generated fast path.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
 from customop.dispatch import Dispatcher, DispatchKeySet, OperatorHandle
 from customop.exceptions import RegistrationError
+from customop.library._binding import python_signature
 from customop.library._callgen import CallSite, can_generate, compile_call
 from customop.library._checks import Check
 from customop.schema import FunctionSchema, OperatorName
@@ -68,6 +70,11 @@ class OpOverload:
     @property
     def overload_name(self) -> str:
         return self.name.overload or "default"
+
+    @property
+    def __signature__(self) -> inspect.Signature:
+        """The schema as a Python signature (for `inspect.signature` and IDEs)."""
+        return python_signature(self.schema, method=False)
 
     @property
     def handle(self) -> OperatorHandle:

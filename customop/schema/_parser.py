@@ -14,6 +14,7 @@ recursive-descent parser, and the only source of parse errors.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from customop.schema._base import build
@@ -308,6 +309,13 @@ def parse_operator_name(text: str) -> OperatorName:
     """Parse ``"ns::name"`` or ``"ns::name.overload"``."""
     if not isinstance(text, str):
         raise TypeError(f"parse_operator_name: expected a str, got {text!r}.")
+    # Names are looked up far more often than they are new (every registration
+    # and lookup by name parses one); the result is immutable, so memoize it.
+    return _parse_operator_name(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_operator_name(text: str) -> OperatorName:
     cur = Cursor(text, "parse_operator_name")
     if cur.at_end():
         cur.fail("empty operator name", "Write a name like 'mylib::my_op' or 'mylib::my_op.out'.")

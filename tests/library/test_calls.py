@@ -156,14 +156,12 @@ def test_too_many_arguments(every: OpOverload) -> None:
     )
 
 
-def test_unknown_keyword(every: OpOverload) -> None:
+def test_unknown_keyword_gets_pythons_message_naming_the_op(every: OpOverload) -> None:
+    # Explaining it against the schema would need a **kwargs catch-all: a dict
+    # allocated on every call (see _callgen). Python's message names op and keyword.
     with pytest.raises(TypeError) as excinfo:
         _call(every, sclae=2.0)
-    assert str(excinfo.value) == (
-        f"ops.mylib.every.default: got unexpected keyword argument(s) 'sclae'. "
-        f"The schema is {SCHEMA}. Valid argument names: x, bias, xs, n, s, f, b, name, alpha, "
-        "dtype, device, maybe, pair, scale."
-    )
+    assert str(excinfo.value) == "mylib::every() got an unexpected keyword argument 'sclae'"
 
 
 def test_fast_path_still_checks_after_caching(dispatcher: Dispatcher, ops: Ops) -> None:

@@ -151,3 +151,17 @@ def test_redispatch_runs_an_explicit_key(lib: Library, ops: Ops, dispatcher: Dis
     x = np.ones(1)
     result = ops.mylib.add.default.redispatch(DispatchKeySet(DispatchKey.CPU), x, x)
     np.testing.assert_array_equal(result, [2.0])
+
+
+def test_specialized_packet_follows_new_overloads(dispatcher: Dispatcher, ops: Ops) -> None:
+    with Library("spec", "DEF", dispatcher=dispatcher) as lib:
+        lib.define("f(Tensor x) -> Tensor")
+        lib.impl("f", lambda x: x + 1, "CPU")
+        packet = ops.spec.f
+        x = np.zeros(1)
+        np.testing.assert_array_equal(packet(x), [1.0])
+        np.testing.assert_array_equal(packet(x), [1.0])  # the specialized fast path
+        lib.define("f.scaled(Tensor x, float k) -> Tensor")
+        lib.impl("f.scaled", lambda x, k: x * k, "CPU")
+        np.testing.assert_array_equal(packet(np.ones(1), 3.0), [3.0])
+        np.testing.assert_array_equal(packet(x), [1.0])
