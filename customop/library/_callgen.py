@@ -51,8 +51,17 @@ class CallSite:
     """What a generated call function closes over: the op, its checks, its cache."""
 
     __slots__ = (
-        "api", "cache", "checks", "fast", "guard", "handle", "keywords", "npos", "required", "schema",
-    )  # fmt: skip
+        "api",
+        "cache",
+        "checks",
+        "fast",
+        "guard",
+        "handle",
+        "keywords",
+        "npos",
+        "required",
+        "schema",
+    )
 
     def __init__(
         self,
