@@ -9,6 +9,7 @@ context are checked.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -52,6 +53,7 @@ class _DebugState:
 
 
 debug_state: Final = _DebugState()
+_lock: Final = threading.Lock()
 
 
 def _argument_values(
@@ -95,11 +97,13 @@ def run_checked(
 def debug_checks() -> Iterator[None]:
     """Check every op call in this context for undeclared mutation and output aliasing."""
     token = _enabled.set(True)
-    debug_state.blocks += 1
+    with _lock:
+        debug_state.blocks += 1
     epoch._local_block(+1)
     try:
         yield
     finally:
         epoch._local_block(-1)
-        debug_state.blocks -= 1
+        with _lock:
+            debug_state.blocks -= 1
         _enabled.reset(token)
