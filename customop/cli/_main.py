@@ -7,6 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from customop.cli._gen import add_gen_command, run_gen
+from customop.cli._inspect import add_inspect_commands, run_dump, run_infer
 from customop.cli._schema import explain_schema
 
 __all__ = ["main"]
@@ -24,6 +25,7 @@ def _parser() -> argparse.ArgumentParser:
         "--style", choices=("canonical", "source"), default="canonical",
         help="how to print the schema back (default: torch's canonical spelling)",
     )  # fmt: skip
+    add_inspect_commands(commands)
     add_gen_command(commands)
     return parser
 
@@ -36,13 +38,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(explain_schema(args.text, args.style))
         elif args.command == "gen":
             print(run_gen(args))
+        elif args.command == "infer":
+            print(run_infer(args))
+        elif args.command == "dump":
+            print(run_dump(args))
     except (ValueError, TypeError, LookupError, RuntimeError, OSError, ImportError) as error:
         if args.debug:
             raise
-        first_line = str(error).splitlines()[0] if str(error) else type(error).__name__
-        print(f"customop: error: {first_line}", file=sys.stderr)
-        detail = str(error).splitlines()[1:]
-        if detail:
-            print("\n".join(detail), file=sys.stderr)
+        # One line, no traceback (--debug shows it); a schema error's caret
+        # excerpt follows on the next lines, since the column alone is hard to find.
+        lines = str(error).splitlines() or [type(error).__name__]
+        print(f"customop: error: {lines[0].removeprefix('customop: ')}", file=sys.stderr)
+        if len(lines) > 1 and lines[-1].strip() == "^":
+            print("\n".join(lines[-2:]), file=sys.stderr)
         return 1
     return 0

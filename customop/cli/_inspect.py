@@ -1,0 +1,91 @@
+"""``customop infer MODULE:FUNC`` and ``customop dump``: look at ops without writing code."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from typing import Any
+
+from customop.cli._schema import explain
+from customop.dispatch._global import dispatcher
+from customop.schema import MutatesArgs, infer_schema
+
+__all__ = ["add_inspect_commands", "run_dump", "run_infer"]
+
+
+def add_inspect_commands(commands: Any) -> None:
+    infer = commands.add_parser(
+        "infer", help="infer the schema of a typed Python function (MODULE:FUNC)"
+    )
+    infer.add_argument("target", metavar="MODULE:FUNC", help="e.g. mypkg.kernels:scale")
+    infer.add_argument(
+        "--mutates", nargs="*", default=[], metavar="ARG",
+        help="parameters the function writes to ('unknown' for MutatesArgs.UNKNOWN)",
+    )  # fmt: skip
+    infer.add_argument("--name", help="operator name for the schema, e.g. mylib::scale")
+    dump = commands.add_parser("dump", help="show registered ops, kernels and dispatch tables")
+    dump.add_argument("--op", help="one operator, e.g. mylib::add or mylib::add.out")
+    dump.add_argument("--key", help="a dispatch key, e.g. CPU: only that key")
+    dump.add_argument(
+        "--module", action="append", default=[], metavar="MOD",
+        help="import MOD first (it registers its ops); repeatable",
+    )  # fmt: skip
+
+
+def _import(name: str) -> Any:
+    # Like `python -m`: modules in the current directory are importable.
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as error:
+        raise LookupError(
+            f"cannot import module {name!r} ({error}). The command imports it to "
+            "find your code. Check the name and run from the directory that contains it."
+        ) from None
+
+
+def run_infer(args: argparse.Namespace) -> str:
+    module_name, _, attribute = str(args.target).partition(":")
+    if not module_name or not attribute:
+        raise ValueError(
+            f"infer: target {args.target!r} is not MODULE:FUNC. The command needs the "
+            "module to import and the function in it. Write e.g. mypkg.kernels:scale."
+        )
+    target: Any = _import(module_name)
+    for part in attribute.split("."):
+        if not hasattr(target, part):
+            raise LookupError(
+                f"infer: module {module_name!r} has no attribute {attribute!r}. "
+                "The function must be reachable from the module. Check the spelling."
+            )
+        target = getattr(target, part)
+    fn = getattr(target, "__wrapped__", target)  # a @custom_op: infer its function
+    mutates = MutatesArgs.UNKNOWN if args.mutates == ["unknown"] else tuple(args.mutates)
+    return explain(infer_schema(fn, mutates_args=mutates, op_name=args.name))
+
+
+def run_dump(args: argparse.Namespace) -> str:
+    for module in args.module:
+        _import(module)
+    if args.op:
+        handle = dispatcher.find_schema_or_throw(args.op)
+        if args.key:
+            entry = handle.table_entry(args.key)
+            return f"{args.op} {entry.key}: {entry.kernel or '(no kernel)'} [{entry.reason}]"
+        return dispatcher.dump(handle) + "\n\n" + dispatcher.dump_table(handle)
+    names = dispatcher.registrations_for_dispatch_key(args.key) if args.key else None
+    snapshot = dispatcher.snapshot()
+    lines = []
+    for info in snapshot.operators:
+        if names is not None and str(info.name) not in names:
+            continue
+        keys = ", ".join(kernel.key for kernel in info.kernels) or "no kernels"
+        lines.append(f"{info.schema_text or info.name}\n    kernels: {keys}")
+    if not lines:
+        where = f" with a kernel for {args.key}" if args.key else ""
+        hint = " Import the module that defines them with --module MOD." if not args.module else ""
+        return f"no operators{where}.{hint}"
+    return "\n".join(lines)
