@@ -30,7 +30,7 @@ class Backends:
     def __init__(self) -> None:
         self._names: dict[DispatchKey, Registration] = {}
         self._backends = BackendRegistry()
-        self._array_types: dict[type, Registration] = {}
+        self._array_types: dict[type | str, Registration] = {}
         self._refresh_names()
 
     def _refresh_names(self) -> None:
@@ -114,9 +114,12 @@ class Backends:
         )
 
     def register_array_type(
-        self, array_type: type, keys: KeysOf | DispatchKey
+        self, array_type: type | str, keys: KeysOf | DispatchKey
     ) -> RegistrationHandle:
         """Make instances of ``array_type`` tensors for dispatch, with ``keys``.
+
+        ``array_type`` is the class, or its qualified name (``"numpy.ndarray"``),
+        which registers it without importing its library.
 
         ``keys`` is a backend key (the array then carries it and its autograd
         key, like a PyTorch tensor), a `DispatchKeySet` used as is, or a function
@@ -126,15 +129,15 @@ class Backends:
         return self._add_array_type(array_type, keys, caller_source())
 
     def _add_array_type(
-        self, array_type: type, keys: KeysOf | DispatchKey, source: str
+        self, array_type: type | str, keys: KeysOf | DispatchKey, source: str
     ) -> RegistrationHandle:
         coerced = coerce_array_keys(array_type, keys)
         record = Registration(source, value=coerced)
         with self._lock:
-            existing = self._array_types.get(array_type)
+            existing = self._array_types.get(array_type) or self._same_name(array_type)
             if existing is not None:
                 raise RegistrationError(
-                    f"register_array_type: {array_type.__qualname__} is already registered, at "
+                    f"register_array_type: {_type_name(array_type)} is already registered, at "
                     f"{existing.where}; again at {source}. An array type has one set of dispatch "
                     "keys, or calls could not pick a kernel. Remove the first handle first."
                 )
@@ -151,8 +154,17 @@ class Backends:
                     epoch.advance()
 
         return RegistrationHandle(
-            undo, description=f"array type {array_type.__qualname__}", source=source
+            undo, description=f"array type {_type_name(array_type)}", source=source
         )
+
+    def _same_name(self, array_type: type | str) -> Registration | None:
+        """A registration of the same array type under its other spelling (class or name)."""
+        name = array_type if isinstance(array_type, str) else _qualified(array_type)
+        for registered, record in self._array_types.items():
+            other = registered if isinstance(registered, str) else _qualified(registered)
+            if other == name and registered != array_type:
+                return record
+        return None
 
     def _check_new_name(self, api: str, name: object) -> None:
         if not isinstance(name, str) or not name.isidentifier():
@@ -172,10 +184,12 @@ class Backends:
 def coerce_array_keys(array_type: object, keys: object) -> KeysOf:
     """Validate ``register_array_type`` arguments; a backend key becomes backend + autograd."""
     api = "register_array_type"
-    if not isinstance(array_type, type):
+    named = isinstance(array_type, str) and "." in array_type
+    if not isinstance(array_type, type) and not named:
         raise TypeError(
-            f"{api}: expected a class, got {array_type!r}. Calls look keys up by the "
-            "type of each tensor argument. Pass the array class, e.g. numpy.ndarray."
+            f"{api}: expected a class or its qualified name, got {array_type!r}. Calls look "
+            "keys up by the type of each tensor argument. Pass the array class, e.g. "
+            "numpy.ndarray, or its name 'numpy.ndarray' to avoid importing it."
         )
     if isinstance(keys, DispatchKey):
         if keys.is_alias:
@@ -187,7 +201,7 @@ def coerce_array_keys(array_type: object, keys: object) -> KeysOf:
     if isinstance(keys, DispatchKeySet):
         if not keys:
             raise DispatchKeyError(
-                f"{api}: the key set for {array_type.__qualname__} is empty. A call needs at "
+                f"{api}: the key set for {_type_name(array_type)} is empty. A call needs at "
                 "least one key per tensor to pick a kernel. Pass e.g. DispatchKey.CPU."
             )
         return keys
@@ -197,3 +211,11 @@ def coerce_array_keys(array_type: object, keys: object) -> KeysOf:
         f"{api}: keys {keys!r} are not a DispatchKey, DispatchKeySet or function. The "
         "dispatcher needs the keys every instance carries. Pass e.g. DispatchKey.CUDA."
     )
+
+
+def _qualified(array_type: type) -> str:
+    return f"{array_type.__module__}.{array_type.__qualname__}"
+
+
+def _type_name(array_type: object) -> str:
+    return array_type if isinstance(array_type, str) else getattr(array_type, "__qualname__", "?")

@@ -13,8 +13,6 @@ from collections.abc import Callable, Iterable
 from typing import Literal, TypeAlias, final
 from weakref import WeakValueDictionary
 
-import numpy as np
-
 from customop.dispatch._entry import OperatorEntry
 from customop.dispatch._handles import RegistrationHandle
 from customop.dispatch._kernel import (
@@ -73,7 +71,8 @@ class Dispatcher(Lookup):
         self._fallbacks: dict[DispatchKey, KernelRecord] = {}
         self._libraries: dict[str, Registration] = {}
         self._listeners: tuple[tuple[Registration, OperatorListener], ...] = ()
-        defaults = [self._add_array_type(np.ndarray, DispatchKey.CPU, DEFAULT_SOURCE)]
+        # By name: numpy is imported by whoever makes arrays, not by `import customop`.
+        defaults = [self._add_array_type("numpy.ndarray", DispatchKey.CPU, DEFAULT_SOURCE)]
         if autograd_fallthrough:
             defaults.append(
                 self._add_fallback(DispatchKey.Autograd, fallthrough, "", DEFAULT_SOURCE)

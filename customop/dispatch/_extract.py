@@ -56,37 +56,45 @@ class BackendRegistry:
     __slots__ = ("devices", "exact", "fast")
 
     def __init__(self) -> None:
-        self.exact: dict[type, KeysOf] = {}
+        # Keyed by the type, or by its qualified name ("numpy.ndarray") so that a
+        # registration need not import the array library (import time, DESIGN §8).
+        self.exact: dict[type | str, KeysOf] = {}
         self.fast: dict[type, int] = {}
         self.devices: dict[str, int] = {n: backend_bits(k) for n, k in _DEVICE_NAMES.items()}
 
-    def set_type(self, array_type: type, keys: KeysOf) -> None:
+    def set_type(self, array_type: type | str, keys: KeysOf) -> None:
         exact = dict(self.exact)
         exact[array_type] = keys
         self._replace(exact)
 
-    def remove_type(self, array_type: type) -> None:
+    def remove_type(self, array_type: type | str) -> None:
         exact = dict(self.exact)
         del exact[array_type]
         self._replace(exact)
 
-    def _replace(self, exact: dict[type, KeysOf]) -> None:
+    def _replace(self, exact: dict[type | str, KeysOf]) -> None:
         self.exact = exact
         # Cached subclass resolutions may now be stale: drop them all. list() copies
         # the keys atomically; a call may be adding to ``fast`` meanwhile.
         for cached in [t for t in list(self.fast) if t not in exact]:
             self.fast.pop(cached, None)
         for array_type, keys in exact.items():
+            if isinstance(array_type, str):
+                continue  # resolved (and cached in fast) when an instance first shows up
             if isinstance(keys, DispatchKeySet):
                 self.fast[array_type] = keys.bits
             else:
                 self.fast.pop(array_type, None)
 
-    def lookup(self, array_type: type, exact: dict[type, KeysOf] | None = None) -> KeysOf | None:
+    def lookup(
+        self, array_type: type, exact: dict[type | str, KeysOf] | None = None
+    ) -> KeysOf | None:
         """The registration serving ``array_type``: its own, or its nearest base's."""
         exact = self.exact if exact is None else exact
         for base in array_type.__mro__:
             keys = exact.get(base)
+            if keys is None:
+                keys = exact.get(f"{base.__module__}.{base.__qualname__}")
             if keys is not None:
                 return keys
         return None

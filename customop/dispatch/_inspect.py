@@ -151,5 +151,5 @@ def _by_key(item: tuple[DispatchKey, object]) -> int:
     return item[0].value
 
 
-def _type_name(tp: type) -> str:
-    return f"{tp.__module__}.{tp.__qualname__}"
+def _type_name(tp: type | str) -> str:
+    return tp if isinstance(tp, str) else f"{tp.__module__}.{tp.__qualname__}"

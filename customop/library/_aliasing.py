@@ -7,15 +7,18 @@ torch runs them on every call, customop only in `debug_checks` and `opcheck`.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["arrays_in", "as_numpy", "changed", "shares_memory", "snapshot"]
 
 
 def as_numpy(value: Any) -> np.ndarray[Any, Any] | None:
     """A numpy view of an array value, or None when it has no host data (fakes, GPU)."""
+    import numpy as np  # noqa: PLC0415 - debug-only path; keep `import customop` light
+
     if isinstance(value, np.ndarray):
         return value
     if hasattr(value, "__array_interface__") or hasattr(value, "__array__"):
@@ -56,9 +59,15 @@ def changed(before: list[np.ndarray[Any, Any]], value: Any) -> bool:
     for old, new in zip(before, after, strict=True):
         if new is None or old.shape != new.shape:
             return True
-        if not np.array_equal(old, new, equal_nan=old.dtype.kind in "fc"):
+        if not _equal(old, new):
             return True
     return False
+
+
+def _equal(old: np.ndarray[Any, Any], new: np.ndarray[Any, Any]) -> bool:
+    import numpy as np  # noqa: PLC0415 - see as_numpy
+
+    return bool(np.array_equal(old, new, equal_nan=old.dtype.kind in "fc"))
 
 
 def shares_memory(a: Any, b: Any) -> bool:
@@ -68,4 +77,6 @@ def shares_memory(a: Any, b: Any) -> bool:
     left, right = as_numpy(a), as_numpy(b)
     if left is None or right is None:
         return False
+    import numpy as np  # noqa: PLC0415 - see as_numpy
+
     return bool(np.shares_memory(left, right))

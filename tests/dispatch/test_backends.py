@@ -125,7 +125,7 @@ def test_array_type_conflicts_and_validation(dispatcher: Dispatcher) -> None:
         dispatcher.register_array_type(DaskArray, K.Autograd)
     with pytest.raises(DispatchKeyError, match="the key set for DaskArray is empty"):
         dispatcher.register_array_type(DaskArray, DispatchKeySet())
-    with pytest.raises(TypeError, match="expected a class, got 3"):
+    with pytest.raises(TypeError, match="expected a class or its qualified name, got 3"):
         dispatcher.register_array_type(3, K.CPU)  # type: ignore[arg-type]
 
 

@@ -65,7 +65,7 @@ def test_replacing_the_default_autograd_fallthrough_says_how(dispatcher: Dispatc
 
 def test_alias_fallback_registers_every_runtime_key_at_once(dispatcher: Dispatcher) -> None:
     array_default, autograd_default = dispatcher.default_registrations
-    assert array_default.description == "array type ndarray"
+    assert array_default.description == "array type numpy.ndarray"
     assert autograd_default.description == "fallback Autograd"
     autograd_default.remove()
     assert dispatcher.snapshot().fallbacks == ()
