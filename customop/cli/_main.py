@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from customop.cli._gen import add_gen_command, run_gen
 from customop.cli._inspect import add_inspect_commands, run_dump, run_infer
 from customop.cli._schema import explain_schema
+from customop.exceptions import CodegenError
 
 __all__ = ["main"]
 
@@ -49,7 +50,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # excerpt follows on the next lines, since the column alone is hard to find.
         lines = str(error).splitlines() or [type(error).__name__]
         print(f"customop: error: {lines[0].removeprefix('customop: ')}", file=sys.stderr)
-        if len(lines) > 1 and lines[-1].strip() == "^":
+        if isinstance(error, CodegenError):
+            print("\n".join(lines[1:]), file=sys.stderr)  # one line per bad entry
+        elif len(lines) > 1 and lines[-1].strip() == "^":
             print("\n".join(lines[-2:]), file=sys.stderr)
         return 1
     return 0

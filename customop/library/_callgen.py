@@ -84,8 +84,9 @@ class CallSite:
         self.npos = sum(1 for arg in schema.arguments if not arg.kwarg_only)
         self.keywords = tuple(arg.name for arg in schema.arguments if arg.kwarg_only)
         self.required = tuple(i for i, arg in enumerate(schema.arguments) if arg.default is None)
-        # [epoch token, type of each argument..., kernel]; a fresh object never matches.
-        self.cache: list[Any] = [object()] * (len(schema.arguments) + 2)
+        # [epoch token, local keys, type of each argument..., kernel]; a fresh
+        # object never matches, so the first call takes the slow path.
+        self.cache: list[Any] = [object()] * (len(schema.arguments) + 3)
         #: Raises when the owner may no longer call (e.g. a replaced @custom_op).
         self.guard: Callable[[], None] | None = None
 
@@ -93,14 +94,19 @@ class CallSite:
         """The kernel for these arguments now, and whether it may be cached."""
         token = epoch.token  # read first: a change meanwhile leaves a stale token behind
         table, mask, extract = self.handle._state
-        included, kept = _local_get()
+        local = _local_get()
+        included, kept = local
         bits = (extract(values, {}) | included) & kept & mask
         fn, boxed = table[bits.bit_length() - 1]
         if boxed:
             fn = partial(fn, self.handle, DispatchKeySet.from_bits(bits))
-        cacheable = epoch.cacheable
+        # NOTE: the cache is keyed on the context's include/exclude keys too (the
+        # tuple object, by identity: one ContextVar read per call), so calls inside
+        # `include_keys` blocks, e.g. under FakeTensorMode, keep the fast path.
+        cacheable = not debug_state.blocks
         if cacheable:
             self.cache[0] = token
+            self.cache[1] = local
         return fn, cacheable
 
     def check_schema(self) -> None:
@@ -130,7 +136,7 @@ class CallSite:
         fn, cacheable = self.kernel(values)
         if cacheable:
             cache = self.cache
-            cache[1:-1] = [type(value) for value in values]
+            cache[2:-1] = [type(value) for value in values]
             cache[-1] = fn
         if debug_state.active:
             return debug_state.run(self.schema, fn, *self.split(values))
@@ -171,14 +177,14 @@ def _render(names: list[str], npos: int, fast: bool, method: bool, function: str
     # (~50 ns, a third of the wrapper floor). An unknown keyword gets Python's
     # own TypeError, which names the op (the code's qualname) and the keyword.
     params = (["_co_self"] if method else []) + names[:npos] + ["*_co_extra", *names[npos:]]
-    tests = ["not _co_extra", "_co_c[0] is _co_epoch.token"]
-    tests += [f"_co_type({name}) is _co_c[{i + 1}]" for i, name in enumerate(names)]
+    tests = ["not _co_extra", "_co_c[0] is _co_epoch.token", "_co_c[1] is _co_local()"]
+    tests += [f"_co_type({name}) is _co_c[{i + 2}]" for i, name in enumerate(names)]
     call_args = names[:npos] + [f"{name}={name}" for name in names[npos:]]
     return (_FAST if fast else _SLOW).format(
         function=function,
         params=", ".join(params),
         fast_test=" and ".join(tests),
-        kernel_index=len(names) + 1,
+        kernel_index=len(names) + 2,
         call_args=", ".join(call_args),
         values=", ".join(names) + "," if names else "",
     )
@@ -226,7 +232,7 @@ def compile_call(site: CallSite, *, method: bool) -> Callable[..., Any]:
         co_qualname=str(schema.name),  # Python's own binding errors name the op
         co_filename=filename,
     )
-    namespace = {"_co_site": site, "_co_epoch": epoch, "_co_type": type}
+    namespace = {"_co_site": site, "_co_epoch": epoch, "_co_type": type, "_co_local": _local_get}
     defaults = [MISSING if a.default is None else a.default.value for a in schema.arguments]
     fn = FunctionType(code, namespace, function, tuple(defaults[:npos]) or None)
     fn.__kwdefaults__ = dict(zip(names[npos:], defaults[npos:], strict=True)) or None
