@@ -1,0 +1,73 @@
+"""Pictures of a graph: Mermaid ``flowchart`` and Graphviz DOT text.
+
+Both draw one box per node (inputs rounded, calls as rectangles, the output
+as a trapezoid), labelled with the input's name or the call's op, and the
+value's metadata; one edge per value a node uses, labelled with the output
+index when it is one output of several. Ids are ``n<index>``, so the text
+depends only on the graph.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from customop.trace._lint import refs
+from customop.trace._node import Node, NodeKind
+from customop.trace._printer import FUNCTION_NAME
+
+if TYPE_CHECKING:
+    from customop.trace._graph import Graph
+
+__all__ = ["dot", "mermaid"]
+
+
+def _lines(node: Node) -> list[str]:
+    if node.kind is NodeKind.OUTPUT:
+        return ["output"]
+    head = (node.target or "") if node.kind is NodeKind.CALL else node.name
+    meta = node.meta_text
+    return [head, meta] if meta else [head]
+
+
+def _edges(node: Node) -> list[tuple[int, int | None]]:
+    """(source index, output item) per distinct value the node uses, in order of use."""
+    found = {(ref.index, ref.item): None for ref in refs([node.args, node.kwargs])}
+    return list(found)
+
+
+def mermaid(graph: Graph) -> str:
+    lines = ["flowchart TD"]
+    for node in graph._nodes:
+        label = "<br/>".join(_lines(node)).replace('"', "#quot;")
+        if node.kind is NodeKind.PLACEHOLDER:
+            lines.append(f'    n{node.index}(["{label}"])')
+        elif node.kind is NodeKind.OUTPUT:
+            lines.append(f'    n{node.index}[/"{label}"\\]')
+        else:
+            lines.append(f'    n{node.index}["{label}"]')
+    for node in graph._nodes:
+        for source, item in _edges(node):
+            arrow = "-->" if item is None else f"-->|{item}|"
+            lines.append(f"    n{source} {arrow} n{node.index}")
+    return "\n".join(lines)
+
+
+_DOT_SHAPES = {NodeKind.PLACEHOLDER: "oval", NodeKind.CALL: "box", NodeKind.OUTPUT: "trapezium"}
+
+
+def _dot_text(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def dot(graph: Graph) -> str:
+    lines = [f"digraph {FUNCTION_NAME} {{", '    node [fontname="monospace"];']
+    for node in graph._nodes:
+        label = "\\n".join(_dot_text(line) for line in _lines(node))
+        shape = _DOT_SHAPES[node.kind]
+        lines.append(f'    n{node.index} [label="{label}", shape={shape}];')
+    for node in graph._nodes:
+        for source, item in _edges(node):
+            attrs = "" if item is None else f' [label="{item}"]'
+            lines.append(f"    n{source} -> n{node.index}{attrs};")
+    lines.append("}")
+    return "\n".join(lines)
