@@ -18,10 +18,14 @@ from customop.exceptions import CodegenError
 from customop.exceptions import DispatchKeyError
 from customop.exceptions import KernelOverrideWarning
 from customop.exceptions import MissingKernelError
+from customop.exceptions import OpCheckError
 from customop.exceptions import RegistrationError
 from customop.exceptions import SchemaError
 from customop.exceptions import SchemaParseError
 from customop.exceptions import UnknownOperatorError
+from customop.fake import FakeTensorMode
+from customop.fake import get_ctx
+from customop.fake import opcheck
 from customop.library import CustomOpDef
 from customop.library import DebugCheckError
 from customop.library import Library
@@ -40,7 +44,16 @@ from customop.schema import MutatesArgs
 from customop.schema import infer_schema
 from customop.schema import parse_operator_name
 from customop.schema import parse_schema
+from customop.tensor import Device
+from customop.tensor import FakeTensor
+from customop.tensor import SymInt
 from customop.tensor import Tensor
+from customop.tensor import empty
+from customop.tensor import empty_like
+from customop.tensor import new_empty
+from customop.tensor import register_backend
+from customop.trace import Graph
+from customop.trace import trace
 
 __version__ = "0.1.0"
 
@@ -48,15 +61,20 @@ __all__ = [
     "CodegenError",
     "CustomOpDef",
     "DebugCheckError",
+    "Device",
     "DispatchKey",
     "DispatchKeyError",
     "DispatchKeySet",
     "Dispatcher",
+    "FakeTensor",
+    "FakeTensorMode",
     "FunctionSchema",
+    "Graph",
     "KernelOverrideWarning",
     "Library",
     "MissingKernelError",
     "MutatesArgs",
+    "OpCheckError",
     "OpOverload",
     "OpOverloadPacket",
     "OperatorHandle",
@@ -64,22 +82,30 @@ __all__ = [
     "RegistrationHandle",
     "SchemaError",
     "SchemaParseError",
+    "SymInt",
     "Tensor",
     "UnknownOperatorError",
     "below",
     "custom_op",
     "debug_checks",
     "dispatcher",
+    "empty",
+    "empty_like",
     "exclude_keys",
     "fallthrough",
+    "get_ctx",
     "include_keys",
     "infer_schema",
     "library",
     "library_fragment",
     "library_impl",
+    "new_empty",
+    "opcheck",
     "ops",
     "parse_operator_name",
     "parse_schema",
+    "register_backend",
     "register_fake",
     "register_kernel",
+    "trace",
 ]

@@ -11,6 +11,8 @@ and each subclasses the builtin that a caller would catch anyway::
     │   └── CodegenError                a declaration file (ops.yaml) with invalid entries
     ├── LookupError
     │   └── UnknownOperatorError        an operator with no def (no schema) in the dispatcher
+    ├── AssertionError
+    │   └── OpCheckError                opcheck found an op that breaks its schema or fake impl
     ├── RuntimeError
     │   ├── RegistrationError           a registration that conflicts or is malformed
     │   └── NotImplementedError
@@ -30,6 +32,7 @@ __all__ = [
     "DispatchKeyError",
     "KernelOverrideWarning",
     "MissingKernelError",
+    "OpCheckError",
     "RegistrationError",
     "SchemaError",
     "SchemaParseError",
@@ -109,3 +112,7 @@ class CodegenError(ValueError):
     def __init__(self, message: str, *, problems: tuple[str, ...] = ()) -> None:
         super().__init__(message)
         self.problems = problems
+
+
+class OpCheckError(AssertionError):
+    """`opcheck` found that an op breaks its schema, its fake impl, or tracing."""

@@ -32,11 +32,13 @@ from customop.exceptions import RegistrationError
 from customop.library._binding import MISSING, binding_error
 from customop.library._checks import Check, argument_type_error, value_check
 from customop.library._debug import debug_state
-from customop.schema import BaseType, FunctionSchema, OptionalType
+from customop.schema import Argument, BaseType, FunctionSchema, OptionalType
+from customop.tensor import dtype_from_code
 
-__all__ = ["CallSite", "can_generate", "compile_call", "type_checkable"]
+__all__ = ["CallSite", "can_generate", "compile_call", "python_default", "type_checkable"]
 
 _local_get: Final = LOCAL_KEYS.get
+_SINGLE: Final = frozenset({"tensor", "optional"})
 _TYPE_CHECKABLE: Final = frozenset(
     {"Tensor", "int", "SymInt", "float", "bool", "str", "Scalar", "ScalarType", "Device", "complex"}
 )
@@ -61,6 +63,8 @@ class CallSite:
         "npos",
         "required",
         "schema",
+        "static_keys",
+        "tensors",
     )
 
     def __init__(
@@ -84,6 +88,8 @@ class CallSite:
         self.npos = sum(1 for arg in schema.arguments if not arg.kwarg_only)
         self.keywords = tuple(arg.name for arg in schema.arguments if arg.kwarg_only)
         self.required = tuple(i for i, arg in enumerate(schema.arguments) if arg.default is None)
+        self.tensors = tuple(i for i, kind in schema.tensor_argument_positions if kind in _SINGLE)
+        self.static_keys = handle.dispatcher._backends.fast
         # [epoch token, local keys, type of each argument..., kernel]; a fresh
         # object never matches, so the first call takes the slow path.
         self.cache: list[Any] = [object()] * (len(schema.arguments) + 3)
@@ -103,7 +109,12 @@ class CallSite:
         # NOTE: the cache is keyed on the context's include/exclude keys too (the
         # tuple object, by identity: one ContextVar read per call), so calls inside
         # `include_keys` blocks, e.g. under FakeTensorMode, keep the fast path.
-        cacheable = not debug_state.blocks
+        # An array type whose keys depend on the instance (a torch tensor's device)
+        # is not in the static-keys table: its type alone cannot pick the kernel.
+        static = self.static_keys
+        cacheable = not debug_state.blocks and all(
+            values[i] is None or type(values[i]) in static for i in self.tensors
+        )
         if cacheable:
             self.cache[0] = token
             self.cache[1] = local
@@ -201,6 +212,15 @@ def _template(npos: int, nkw: int, fast: bool, method: bool) -> CodeType:
     return code
 
 
+def python_default(arg: Argument) -> Any:
+    """The value a kernel gets for an omitted argument: ScalarType codes become dtypes."""
+    value = arg.default.value if arg.default is not None else None
+    inner = arg.type.elem if isinstance(arg.type, OptionalType) else arg.type
+    if isinstance(inner, BaseType) and inner.name == "ScalarType" and type(value) is int:
+        return dtype_from_code(value)
+    return value
+
+
 def _renamed(const: object, renames: dict[str, str]) -> object:
     if isinstance(const, str):
         return renames.get(const, const)
@@ -233,7 +253,7 @@ def compile_call(site: CallSite, *, method: bool) -> Callable[..., Any]:
         co_filename=filename,
     )
     namespace = {"_co_site": site, "_co_epoch": epoch, "_co_type": type, "_co_local": _local_get}
-    defaults = [MISSING if a.default is None else a.default.value for a in schema.arguments]
+    defaults = [MISSING if a.default is None else python_default(a) for a in schema.arguments]
     fn = FunctionType(code, namespace, function, tuple(defaults[:npos]) or None)
     fn.__kwdefaults__ = dict(zip(names[npos:], defaults[npos:], strict=True)) or None
     # A 1-tuple is linecache's lazy entry: the source is rendered only if a

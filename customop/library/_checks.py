@@ -15,6 +15,7 @@ from typing import Final, NoReturn
 
 import numpy as np
 
+from customop.dispatch import Dispatcher
 from customop.schema import (
     BaseType,
     DictType,
@@ -25,8 +26,9 @@ from customop.schema import (
     TupleType,
     UnionType,
 )
+from customop.tensor import SymInt
 
-__all__ = ["Check", "argument_type_error", "value_check"]
+__all__ = ["Check", "argument_type_error", "is_tensor_check", "value_check"]
 
 Check = Callable[[object], bool]
 
@@ -37,6 +39,11 @@ _short.maxother = 60
 
 def _is_int(value: object) -> bool:
     return (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, np.integer)
+
+
+def _is_size(value: object) -> bool:
+    # A SymInt (a data-dependent size from a fake impl) is an int to int and SymInt args.
+    return _is_int(value) or isinstance(value, SymInt)
 
 
 def _is_float(value: object) -> bool:
@@ -75,8 +82,8 @@ def _anything(value: object) -> bool:
 #: Schema base type name -> the check a value of that type must pass. Names not
 #: here (Generator, Storage, Stream, Any, class types, ...) accept any value.
 BASE_CHECKS: Final[dict[str, Check]] = {
-    "int": _is_int,
-    "SymInt": _is_int,
+    "int": _is_size,
+    "SymInt": _is_size,
     "DeviceIndex": _is_int,
     "Layout": _is_int,
     "MemoryFormat": _is_int,
@@ -102,12 +109,12 @@ def _sequence_of(elem: Check) -> Check:
     return check
 
 
-def value_check(tp: SchemaType, is_tensor: Check, *, int_like: Check = _is_int) -> Check:
+def value_check(tp: SchemaType, is_tensor: Check, *, int_like: Check = _is_size) -> Check:
     """The check a value of schema type ``tp`` must pass."""
     if isinstance(tp, BaseType):
         if tp.name == "Tensor":
             return is_tensor
-        if tp.name in ("int", "SymInt") and int_like is not _is_int:
+        if tp.name in ("int", "SymInt") and int_like is not _is_size:
             return int_like
         return BASE_CHECKS.get(tp.name, _anything)
     if isinstance(tp, OptionalType):
@@ -164,3 +171,14 @@ def argument_type_error(schema: FunctionSchema, index: int, value: object, api: 
         f"{api}: argument {arg.name!r} ({where}) expects {arg.type}, got {_kind(value)} "
         f"{_short.repr(value)}. The schema is {schema}. {_hint(arg.type)}"
     )
+
+
+def is_tensor_check(dispatcher: Dispatcher) -> Callable[[object], bool]:
+    """Whether a value is a tensor: its type (or a base) is a registered array type."""
+    registry = dispatcher._backends
+    fast = registry.fast
+
+    def is_tensor(value: object) -> bool:
+        return type(value) in fast or registry.lookup(type(value)) is not None
+
+    return is_tensor

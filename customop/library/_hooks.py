@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from customop.dispatch import Dispatcher, DispatchKey, OperatorHandle, RegistrationHandle
 from customop.dispatch._global import dispatcher as default_dispatcher
 from customop.exceptions import RegistrationError
+from customop.library._fake_impl import with_fake_ctx
 from customop.library._signature import check_signature
 
 if TYPE_CHECKING:
@@ -25,7 +26,14 @@ __all__ = [
 F = TypeVar("F", bound=Callable[..., Any])
 
 #: Device type names of the built-in backends; renamed PrivateUse backends add theirs.
-_DEVICE_KEYS = {"cpu": DispatchKey.CPU, "cuda": DispatchKey.CUDA, "meta": DispatchKey.Meta}
+_DEVICE_KEYS = {
+    "cpu": DispatchKey.CPU,
+    "cuda": DispatchKey.CUDA,
+    "meta": DispatchKey.Meta,
+    "privateuseone": DispatchKey.PrivateUse1,
+    "privateusetwo": DispatchKey.PrivateUse2,
+    "privateusethree": DispatchKey.PrivateUse3,
+}
 
 
 def device_keys(
@@ -96,7 +104,7 @@ def register_fake_on(
 ) -> RegistrationHandle:
     api = f"{op.name}.register_fake"
     check_signature(fn, op.schema, api, "fake impl")
-    return library.impl(str(op.name), fn, DispatchKey.Fake)
+    return library.impl(str(op.name), with_fake_ctx(fn, str(op.name)), DispatchKey.Fake)
 
 
 def register_kernel(
@@ -120,4 +128,5 @@ def register_fake(op: object, fn: F, *, dispatcher: Dispatcher | None = None) ->
     d = default_dispatcher if dispatcher is None else dispatcher
     handle = _handle_of(op, d, "register_fake")
     check_signature(fn, handle.schema, "register_fake", "fake impl")
-    return handle.dispatcher.register_impl(handle.name, DispatchKey.Fake, fn)
+    fake = with_fake_ctx(fn, str(handle.name))
+    return handle.dispatcher.register_impl(handle.name, DispatchKey.Fake, fake)

@@ -8,28 +8,17 @@ one method call plus the generated fast path.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
 from typing import Any
 
 from customop.dispatch import Dispatcher, DispatchKeySet, OperatorHandle
 from customop.exceptions import RegistrationError
 from customop.library._binding import python_signature
-from customop.library._callgen import CallSite, can_generate, compile_call
-from customop.library._checks import Check
+from customop.library._callgen import CallSite, can_generate, compile_call, python_default
+from customop.library._checks import Check, is_tensor_check
+from customop.library._resolve import choose_overload
 from customop.schema import FunctionSchema, OperatorName
 
-__all__ = ["OpOverload", "bind_overload", "is_tensor_check"]
-
-
-def is_tensor_check(dispatcher: Dispatcher) -> Callable[[object], bool]:
-    """Whether a value is a tensor: its type (or a base) is a registered array type."""
-    registry = dispatcher._backends
-    fast = registry.fast
-
-    def is_tensor(value: object) -> bool:
-        return type(value) in fast or registry.lookup(type(value)) is not None
-
-    return is_tensor
+__all__ = ["OpOverload", "bind_overload"]
 
 
 class OpOverload:
@@ -60,6 +49,10 @@ class OpOverload:
         if kwargs:
             names = {arg.name for arg in self.schema.arguments}
             kwargs = {_unmangled(k, names): v for k, v in kwargs.items()}
+        if not self.schema.is_vararg:
+            # Bind and check like generated code would: the same errors, defaults filled.
+            choose_overload(str(self.name), [self], args, kwargs)
+            args, kwargs = _filled(self.schema, args, kwargs)
         return self._handle(*args, **kwargs)
 
     @property
@@ -106,6 +99,23 @@ class OpOverload:
 
     def __repr__(self) -> str:
         return f"<OpOverload {self.name.qualified_name}.{self.overload_name}: {self.schema}>"
+
+
+def _filled(
+    schema: FunctionSchema, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """Positional arguments then keyword-only ones, every default filled in."""
+    positional = list(args)
+    named: dict[str, Any] = {}
+    for index, arg in enumerate(schema.arguments):
+        if index < len(args):
+            continue
+        value = kwargs[arg.name] if arg.name in kwargs else python_default(arg)
+        if arg.kwarg_only:
+            named[arg.name] = value
+        else:
+            positional.append(value)
+    return tuple(positional), named
 
 
 def _unmangled(name: str, names: set[str]) -> str:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from customop.library._checks import Check, value_check
-from customop.library._overload import OpOverload, is_tensor_check
+from customop.library._checks import Check, is_tensor_check, value_check
+
+if TYPE_CHECKING:
+    from customop.library._overload import OpOverload
 
 __all__ = ["choose_overload"]
 
@@ -51,6 +53,11 @@ def choose_overload(
     fitting = [overload for overload, reason in reasons if reason is None]
     if len(fitting) == 1:
         return fitting[0]
+    if not fitting and len(candidates) == 1:
+        raise TypeError(
+            f"{packet}: the arguments do not bind to its schema: it {reasons[0][1]}. The schema "
+            f"is {candidates[0].schema}. Pass arguments that fit it."
+        )
     if not fitting:
         lines = "".join(f"\n  {o.schema}: {reason}" for o, reason in reasons)
         raise TypeError(

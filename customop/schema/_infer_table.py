@@ -46,8 +46,10 @@ __all__ = [
 Device = NewType("Device", str)
 Device.__doc__ = """A device name, such as ``"cpu"`` or ``"cuda:0"``, that infers as ``Device``.
 
-``Device`` is a ``NewType`` of ``str``: write ``device: Device = "cpu"``. A
-richer device class can be mapped to ``Device`` with ``register_annotation``.
+``Device`` is a ``NewType`` of ``str`` for annotations that hold device text:
+write ``device: Device = "cpu"``. The parsed device class is
+``customop.tensor.Device`` (``.type``, ``.index``), which the tensor layer
+registers with ``register_annotation``; both infer as ``Device``.
 """
 Device.__module__ = "customop.schema"
 

@@ -1,5 +1,83 @@
-"""Tensors: the Tensor protocol (devices, dtypes, adapters and FakeTensor come later)."""
+"""Tensors: the Tensor protocol, devices, dtypes, backend adapters, FakeTensor and SymInt.
 
+See ``docs/tensors.md``. Importing this package registers `FakeTensor` and
+the lazy torch / cupy adapters in ``customop.dispatcher`` (`install_backends`).
+"""
+
+from customop.tensor._backends import ArrayAdapter
+from customop.tensor._backends import adapter_for
+from customop.tensor._backends import device_of
+from customop.tensor._backends import register_backend
+from customop.tensor._device import Device
+from customop.tensor._dtype import bfloat16
+from customop.tensor._dtype import bool_
+from customop.tensor._dtype import complex64
+from customop.tensor._dtype import complex128
+from customop.tensor._dtype import dtype
+from customop.tensor._dtype import dtype_from_code
+from customop.tensor._dtype import float16
+from customop.tensor._dtype import float32
+from customop.tensor._dtype import float64
+from customop.tensor._dtype import int8
+from customop.tensor._dtype import int16
+from customop.tensor._dtype import int32
+from customop.tensor._dtype import int64
+from customop.tensor._dtype import uint8
+from customop.tensor._dtype import uint16
+from customop.tensor._dtype import uint32
+from customop.tensor._dtype import uint64
+from customop.tensor._factory import CURRENT_FAKE_MODE
+from customop.tensor._factory import FakeTensorFactory
+from customop.tensor._factory import current_fake_mode
+from customop.tensor._factory import empty
+from customop.tensor._factory import empty_like
+from customop.tensor._factory import new_empty
+from customop.tensor._fake import FakeTensor
+from customop.tensor._install import FAKE_KEYS
+from customop.tensor._install import install_backends
 from customop.tensor._protocol import Tensor
+from customop.tensor._symint import DataDependentError
+from customop.tensor._symint import ShapeEnv
+from customop.tensor._symint import SymInt
+from customop.tensor._symint import sym_max
+from customop.tensor._symint import sym_min
 
-__all__ = ["Tensor"]
+__all__ = [  # noqa: RUF022 -- plain sorted() order, which tests/test_public_api.py checks
+    "ArrayAdapter",
+    "CURRENT_FAKE_MODE",
+    "DataDependentError",
+    "Device",
+    "FAKE_KEYS",
+    "FakeTensor",
+    "FakeTensorFactory",
+    "ShapeEnv",
+    "SymInt",
+    "Tensor",
+    "adapter_for",
+    "bfloat16",
+    "bool_",
+    "complex128",
+    "complex64",
+    "current_fake_mode",
+    "device_of",
+    "dtype",
+    "dtype_from_code",
+    "empty",
+    "empty_like",
+    "float16",
+    "float32",
+    "float64",
+    "install_backends",
+    "int16",
+    "int32",
+    "int64",
+    "int8",
+    "new_empty",
+    "register_backend",
+    "sym_max",
+    "sym_min",
+    "uint16",
+    "uint32",
+    "uint64",
+    "uint8",
+]

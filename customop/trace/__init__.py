@@ -15,6 +15,7 @@ from customop.trace._models import ArgModel
 from customop.trace._models import GraphModel
 from customop.trace._models import NodeModel
 from customop.trace._models import TensorMetaModel
+from customop.trace._tracer import trace
 from customop.trace._node import Node
 from customop.trace._node import NodeKind
 from customop.trace._node import NodeRef
@@ -38,4 +39,5 @@ __all__ = [
     "TensorMeta",
     "TensorMetaModel",
     "meta_of",
+    "trace",
 ]

@@ -1,0 +1,74 @@
+"""`FakeTensorMode`: run ops for their metadata only (shape, dtype, device).
+
+Inside the mode the `Fake` dispatch key is included in every call, so each op
+runs its fake impl (else its Meta kernel, else its CompositeImplicitAutograd
+decomposition; DESIGN §3), factories (`customop.empty_like`, ...) make
+`FakeTensor`s, and ``get_ctx().new_dynamic_size()`` draws symbols from the
+mode's `ShapeEnv`. Real inputs are converted with ``mode.from_real(x)``.
+Outside any mode, ops on FakeTensors still run their fake impls: a fake
+carries the Fake key itself.
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Any
+
+from customop.dispatch import DispatchKey, include_keys
+from customop.dispatch._local import LocalKeysGuard
+from customop.tensor import CURRENT_FAKE_MODE, Device, FakeTensor, ShapeEnv, SymInt, device_of
+from customop.tensor._dtype import dtype, to_dtype
+from customop.tensor._symint import IntLike
+
+__all__ = ["FakeTensorMode"]
+
+
+class FakeTensorMode:
+    """``with FakeTensorMode() as mode:`` ops compute metadata, not data."""
+
+    def __init__(self, *, shape_env: ShapeEnv | None = None) -> None:
+        self.shape_env = ShapeEnv() if shape_env is None else shape_env
+        self._guards: list[tuple[LocalKeysGuard, Any]] = []
+
+    def from_real(self, x: Any, *, dynamic: tuple[int, ...] = ()) -> FakeTensor:
+        """A fake with ``x``'s shape, dtype and device (``dynamic``: dims made symbolic)."""
+        if isinstance(x, FakeTensor):
+            return x
+        shape = getattr(x, "shape", None)
+        if shape is None or not hasattr(x, "dtype"):
+            raise TypeError(
+                f"FakeTensorMode.from_real: expected an array, got {type(x).__qualname__} "
+                f"({x!r:.60}). A fake copies an array's shape, dtype and device. Pass an array "
+                "of a registered backend (numpy.ndarray, torch.Tensor, ...)."
+            )
+        sizes: list[IntLike] = [int(size) for size in shape]
+        for dim in dynamic:
+            sizes[dim] = self.shape_env.new_symint(0, None)
+        return FakeTensor(tuple(sizes), to_dtype(x.dtype), device_of(x))
+
+    def make_fake(self, shape: tuple[IntLike, ...], dtype: dtype, device: Device) -> FakeTensor:
+        """`FakeTensorFactory`: what ``customop.empty`` and friends return in the mode."""
+        return FakeTensor(shape, dtype, device)
+
+    def new_dynamic_size(self, *, min: int = 0, max: int | None = None) -> SymInt:
+        return self.shape_env.new_symint(min, max)
+
+    def __enter__(self) -> FakeTensorMode:
+        guard = include_keys(DispatchKey.Fake)
+        token = CURRENT_FAKE_MODE.set(self)
+        guard.__enter__()
+        self._guards.append((guard, token))
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        guard, token = self._guards.pop()
+        guard.__exit__(kind, error, tb)
+        CURRENT_FAKE_MODE.reset(token)
+
+    def __repr__(self) -> str:
+        return f"<FakeTensorMode: {len(self.shape_env.symbols)} size symbols>"

@@ -1,0 +1,56 @@
+"""The context a fake impl runs in: ``get_ctx()`` and dynamic sizes.
+
+Fake impls registered with ``register_fake`` are wrapped so that, while one
+runs, `FAKE_IMPL_CTX` holds a `FakeImplCtx`; ``get_ctx()`` outside one is an
+error, as in torch.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+from typing import Final, final
+
+from customop.tensor._factory import CURRENT_FAKE_MODE
+from customop.tensor._symint import ShapeEnv, SymInt
+
+__all__ = ["DEFAULT_SHAPE_ENV", "FAKE_IMPL_CTX", "FakeImplCtx", "get_ctx"]
+
+#: Where sizes come from when no fake mode (with its own ShapeEnv) is active.
+DEFAULT_SHAPE_ENV: Final = ShapeEnv()
+
+
+@final
+class FakeImplCtx:
+    """What a running fake impl may ask for: data-dependent output sizes."""
+
+    __slots__ = ("op", "shape_env")
+
+    def __init__(self, shape_env: ShapeEnv, op: str) -> None:
+        self.shape_env = shape_env
+        self.op = op
+
+    def new_dynamic_size(self, *, min: int = 0, max: int | None = None) -> SymInt:
+        """A new size symbol ``s<n>`` in ``[min, max]``, for an output whose size
+        depends on the data (``nonzero``, ``unique``): the fake cannot know it."""
+        return self.shape_env.new_symint(min, max)
+
+    def __repr__(self) -> str:
+        return f"<FakeImplCtx of {self.op}>"
+
+
+#: The name of the op whose fake impl is running, or None.
+FAKE_IMPL_CTX: Final[ContextVar[str | None]] = ContextVar("customop.fake_impl_op", default=None)
+
+
+def get_ctx() -> FakeImplCtx:
+    """The context of the running fake impl; an error anywhere else."""
+    op = FAKE_IMPL_CTX.get()
+    if op is None:
+        raise RuntimeError(
+            "get_ctx: no fake impl is running. get_ctx() gives a fake impl its context "
+            "(new_dynamic_size for data-dependent sizes), so it only works inside one. "
+            "Call it from the function you registered with register_fake."
+        )
+    mode = CURRENT_FAKE_MODE.get()
+    shape_env = getattr(mode, "shape_env", None)
+    return FakeImplCtx(shape_env if isinstance(shape_env, ShapeEnv) else DEFAULT_SHAPE_ENV, op)

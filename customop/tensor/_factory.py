@@ -1,0 +1,201 @@
+"""``empty``, ``empty_like``, ``new_empty``: one fake impl serves fakes on every device.
+
+A fake impl that returns ``customop.empty_like(x)`` gets a `FakeTensor` when
+``x`` is fake and a real array of ``x``'s backend when it is real, so the same
+function can also serve as a shape-correct allocator in real kernels. The rule,
+checked in this order:
+
+1. a fake mode is active (`CURRENT_FAKE_MODE` is set): the mode makes a fake;
+2. the reference array is a `FakeTensor`, or a size is a `SymInt` (a real
+   array needs concrete sizes), or ``empty`` is asked for the ``meta``
+   device (which holds no data): a `FakeTensor`;
+3. otherwise a real array: ``empty`` makes a numpy array on the cpu (on
+   another device, an array of the most recently registered backend of that
+   device type that has an ``empty`` function and whose package is imported:
+   cupy for ``"cuda"``, a user backend for its renamed device type; torch
+   tensors come from ``empty_like`` / ``new_empty`` of a torch tensor);
+   ``empty_like`` / ``new_empty`` ask the reference array's backend adapter
+   (numpy, torch, cupy or a user backend).
+
+``dtype`` and ``device`` default to the reference array's (``empty``:
+float32 on the cpu, as in torch).
+
+The fake layer's ``FakeTensorMode`` sets `CURRENT_FAKE_MODE` while active
+(``token = CURRENT_FAKE_MODE.set(mode)`` on enter, ``.reset(token)`` on exit)
+and implements `FakeTensorFactory`.
+"""
+
+from __future__ import annotations
+
+import sys
+from contextvars import ContextVar
+from typing import Any, Final, NoReturn, Protocol
+
+from customop.dispatch import Dispatcher
+from customop.dispatch._global import dispatcher as default_dispatcher
+from customop.tensor._backends import (
+    ArrayAdapter,
+    adapter_for,
+    adapter_table,
+    numpy_empty,
+)
+from customop.tensor._device import Device, DeviceLike, to_device
+from customop.tensor._dtype import DTypeLike, dtype, float32, to_dtype
+from customop.tensor._fake import FakeTensor, ShapeLike, to_shape
+from customop.tensor._symint import IntLike, SymInt
+
+__all__ = [
+    "CURRENT_FAKE_MODE",
+    "FakeTensorFactory",
+    "current_fake_mode",
+    "empty",
+    "empty_like",
+    "new_empty",
+]
+
+
+class FakeTensorFactory(Protocol):
+    """What a fake mode offers the factory helpers: making its fakes."""
+
+    def make_fake(self, shape: tuple[IntLike, ...], dtype: dtype, device: Device) -> FakeTensor:
+        """A fake with this metadata (the mode may attach itself, count, memoise...)."""
+        ...
+
+
+#: The active fake mode of this thread / asyncio task, or None. Set by the fake layer.
+CURRENT_FAKE_MODE: Final[ContextVar[FakeTensorFactory | None]] = ContextVar(
+    "customop.tensor.current_fake_mode", default=None
+)
+
+
+def current_fake_mode() -> FakeTensorFactory | None:
+    """The active fake mode, or None outside every mode."""
+    return CURRENT_FAKE_MODE.get()
+
+
+def _fake_wanted(sizes: tuple[IntLike, ...]) -> bool:
+    return any(isinstance(size, SymInt) for size in sizes)
+
+
+def _concrete(sizes: tuple[IntLike, ...]) -> tuple[int, ...]:
+    return tuple(size for size in sizes if isinstance(size, int))
+
+
+def empty(
+    shape: ShapeLike,
+    *,
+    dtype: DTypeLike = float32,
+    device: DeviceLike = "cpu",
+    dispatcher: Dispatcher | None = None,
+) -> Any:
+    """A new uninitialised array: a fake under a fake mode or for symbolic sizes, else real.
+
+    ``empty((s0, 3))`` is a `FakeTensor`; ``empty((2, 3))`` a numpy float32
+    array; ``empty(4, device="toy")`` an array of the backend registered for
+    device type ``"toy"`` (with an ``empty`` function).
+    """
+    api = "empty"
+    sizes = to_shape(shape, api=api)
+    element = to_dtype(dtype, api=api)
+    where = to_device(device)
+    mode = CURRENT_FAKE_MODE.get()
+    if mode is not None:
+        return mode.make_fake(sizes, element, where)
+    if _fake_wanted(sizes) or where.type == "meta":
+        return FakeTensor._new(sizes, element, where)
+    if where.type == "cpu":
+        return numpy_empty(_concrete(sizes), element, where)
+    adapter = _adapter_for_device(where, dispatcher)
+    if adapter is None or adapter.empty is None:
+        _raise_no_backend(api, where)
+    return adapter.empty(_concrete(sizes), element, where)
+
+
+def empty_like(
+    x: Any,
+    *,
+    dtype: DTypeLike | None = None,
+    device: DeviceLike | None = None,
+    dispatcher: Dispatcher | None = None,
+) -> Any:
+    """A new uninitialised array with ``x``'s shape (and dtype and device, unless given)."""
+    return _like("empty_like", x, None, dtype=dtype, device=device, dispatcher=dispatcher)
+
+
+def new_empty(
+    x: Any,
+    shape: ShapeLike,
+    *,
+    dtype: DTypeLike | None = None,
+    device: DeviceLike | None = None,
+    dispatcher: Dispatcher | None = None,
+) -> Any:
+    """A new uninitialised array of ``shape``, with ``x``'s backend, dtype and device."""
+    return _like("new_empty", x, shape, dtype=dtype, device=device, dispatcher=dispatcher)
+
+
+def _like(
+    api: str,
+    x: Any,
+    shape: ShapeLike | None,
+    *,
+    dtype: DTypeLike | None,
+    device: DeviceLike | None,
+    dispatcher: Dispatcher | None,
+) -> Any:
+    if isinstance(x, FakeTensor):
+        # The fake impl's hot path: x's metadata is checked already.
+        sizes = x._shape if shape is None else to_shape(shape, api=api)
+        element = x._dtype if dtype is None else to_dtype(dtype, api=api)
+        where = x._device if device is None else to_device(device)
+        mode = CURRENT_FAKE_MODE.get()
+        if mode is not None:
+            return mode.make_fake(sizes, element, where)
+        return FakeTensor._new(sizes, element, where)
+    adapter = adapter_for(x, dispatcher=dispatcher)
+    if adapter is None:
+        _raise_not_an_array(api, x)
+    sizes = to_shape(x.shape if shape is None else shape, api=api)
+    element = to_dtype(x.dtype if dtype is None else dtype, api=api)
+    where = adapter.device(x) if device is None else to_device(device)
+    mode = CURRENT_FAKE_MODE.get()
+    if mode is not None:
+        return mode.make_fake(sizes, element, where)
+    if _fake_wanted(sizes):
+        return FakeTensor._new(sizes, element, where)
+    if adapter.empty is None:
+        raise TypeError(
+            f"{api}: the backend of {type(x).__qualname__} has no empty function. customop "
+            "allocates arrays of a user backend only through it. Pass empty= to "
+            "register_backend for this array type."
+        )
+    return adapter.empty(_concrete(sizes), element, where)
+
+
+def _adapter_for_device(where: Device, dispatcher: Dispatcher | None) -> ArrayAdapter | None:
+    table = adapter_table(default_dispatcher if dispatcher is None else dispatcher)
+    # The most recent registration for the device type wins, among those whose library
+    # is imported (an adapter registered by name, "cupy...", needs its package).
+    for adapter in reversed(table.values()):
+        kind = adapter.array_type
+        imported = not isinstance(kind, str) or kind.partition(".")[0] in sys.modules
+        if adapter.device_type == where.type and adapter.empty is not None and imported:
+            return adapter
+    return None
+
+
+def _raise_not_an_array(api: str, x: object) -> NoReturn:
+    raise TypeError(
+        f"{api}: {type(x).__qualname__} is not an array type of a registered backend. The "
+        "new array takes its backend from the reference array. Pass a numpy array, a "
+        "FakeTensor, or an array whose type was registered with register_backend."
+    )
+
+
+def _raise_no_backend(api: str, where: Device) -> NoReturn:
+    raise ValueError(
+        f"{api}: no backend with an empty function is registered for device {str(where)!r}. "
+        "Without a reference array, customop needs one to allocate on that device. Use "
+        "empty_like / new_empty with an array of that backend, or pass empty= to "
+        "register_backend."
+    )

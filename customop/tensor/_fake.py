@@ -1,0 +1,190 @@
+"""`FakeTensor`: a shape, a dtype and a device, with no data.
+
+Fake impls compute output metadata from input metadata, so a FakeTensor is
+all they see. Its sizes may be `SymInt`s (data-dependent sizes).
+
+Dispatch keys (decided here, relied on by the fake and trace layers): every
+FakeTensor carries ``Fake``, ``Meta`` and ``AutogradMeta``, whatever its
+device. So:
+
+* ``op(fake)`` runs the op's Fake entry (its fake impl, else its Meta kernel,
+  else a CompositeImplicitAutograd decomposition) even outside a
+  ``FakeTensorMode``: shape inference on fakes needs no mode;
+* the key set is the same for every instance, so dispatch takes its fast path
+  and the call caches keyed on argument types stay valid;
+* a block that excludes ``Fake`` falls to the Meta kernel, never to a real
+  device's kernel that would read data a fake does not have. This is torch's
+  own layout: its FakeTensor wraps a meta tensor and reports the fake device.
+
+The device is metadata for fake impls to propagate (`customop.empty_like`
+does); which backend a kernel targets is decided by real arrays only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import NoReturn, TypeAlias, overload
+
+from customop.tensor._device import Device, DeviceLike, to_device
+from customop.tensor._dtype import DTypeLike, dtype, float32, to_dtype
+from customop.tensor._sym_ops import bounds
+from customop.tensor._symint import IntLike, SymInt, as_int
+
+__all__ = ["FakeTensor", "ShapeLike", "to_shape"]
+
+#: What APIs taking a shape accept: one size, or an iterable of sizes (ints or SymInts).
+ShapeLike: TypeAlias = IntLike | Iterable[IntLike]
+
+
+class FakeTensor:
+    """An array without data: ``FakeTensor((s0, 3), customop.float32, "cuda:1")``.
+
+    ``shape`` entries are ints >= 0 or `SymInt`s; ``dtype`` is anything
+    `dtype.from_any` accepts (default float32, as in torch); ``device`` anything
+    `Device` parses (default ``"cpu"``). It satisfies the `customop.Tensor`
+    protocol, carries the dispatch keys described in this module's docstring,
+    and refuses numpy conversion (it has no values to convert).
+
+    Subclasses (the trace layer's tracer tensors) may add slots; a subclass
+    dispatches with FakeTensor's keys unless it registers its own.
+    """
+
+    __slots__ = ("_device", "_dtype", "_shape")
+
+    # Binary numpy operations on a fake raise instead of building object arrays.
+    __array_ufunc__ = None
+
+    _device: Device
+    _dtype: dtype
+    _shape: tuple[IntLike, ...]
+
+    def __init__(
+        self, shape: ShapeLike, dtype: DTypeLike = float32, device: DeviceLike = "cpu"
+    ) -> None:
+        self._shape = to_shape(shape, api="FakeTensor")
+        self._dtype = to_dtype(dtype, api="FakeTensor")
+        self._device = to_device(device)
+
+    @classmethod
+    def _new(cls, shape: tuple[IntLike, ...], dtype: dtype, device: Device) -> FakeTensor:
+        """A fake from metadata that is already checked (the factory helpers' fast path)."""
+        fake = object.__new__(cls)
+        fake._shape = shape
+        fake._dtype = dtype
+        fake._device = device
+        return fake
+
+    @property
+    def shape(self) -> tuple[IntLike, ...]:
+        """The sizes: ints and `SymInt`s."""
+        return self._shape
+
+    @property
+    def dtype(self) -> dtype:
+        """The element type, a customop `dtype` (``== numpy.float32`` works too)."""
+        return self._dtype
+
+    @property
+    def device(self) -> Device:
+        return self._device
+
+    @property
+    def ndim(self) -> int:
+        return len(self._shape)
+
+    def dim(self) -> int:
+        """Same as `ndim` (torch spelling)."""
+        return len(self._shape)
+
+    @overload
+    def size(self, dim: None = None) -> tuple[IntLike, ...]: ...
+
+    @overload
+    def size(self, dim: int) -> IntLike: ...
+
+    def size(self, dim: int | None = None) -> tuple[IntLike, ...] | IntLike:
+        """The shape, or the size of dimension ``dim`` (negative counts from the end)."""
+        if dim is None:
+            return self._shape
+        return self._shape[self._dim_index(dim, "FakeTensor.size")]
+
+    def numel(self) -> IntLike:
+        """The number of elements: the product of the sizes (a `SymInt` if any size is one)."""
+        total: IntLike = 1
+        for size in self._shape:
+            total = total * size
+        return total
+
+    def _dim_index(self, dim: object, api: str) -> int:
+        ndim = len(self._shape)
+        index = as_int(dim)
+        if index is None:
+            raise TypeError(
+                f"{api}: dim {dim!r} is not an int. A dimension is a position in the shape. "
+                f"Pass an int in [-{ndim}, {ndim})."
+            )
+        if not -ndim <= index < ndim:
+            raise IndexError(
+                f"{api}: dim {dim} is out of range for a {ndim}-d tensor of shape "
+                f"{self._shape!r}. Dimensions count from 0, or from -1 at the end. "
+                f"Pass an int in [-{ndim}, {ndim})."
+            )
+        return index % ndim
+
+    def __array__(self, *args: object, **kwargs: object) -> NoReturn:
+        raise TypeError(
+            f"FakeTensor: {self!r} has no data to convert to a numpy array. Fake tensors carry "
+            "only shape, dtype and device, for fake impls that compute output metadata. Make "
+            "outputs with customop.empty_like / new_empty instead of numpy functions."
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(shape={self._shape!r}, dtype={self._dtype}, "
+            f"device={self._device})"
+        )
+
+
+def to_shape(shape: object, *, api: str) -> tuple[IntLike, ...]:
+    """``shape`` as a tuple of sizes: ints >= 0 (numpy ints become ints) and SymInts."""
+    if type(shape) is tuple and all(type(size) is int and size >= 0 for size in shape):
+        return shape  # the common case, checked in one pass
+    if isinstance(shape, SymInt) or as_int(shape) is not None:
+        items: Iterable[object] = (shape,)
+    elif isinstance(shape, tuple | list) or (
+        isinstance(shape, Iterable) and not isinstance(shape, str | bytes)
+    ):
+        items = shape
+    else:
+        _raise_bad_shape(api, shape)
+    return tuple(_to_size(api, size, shape) for size in items)
+
+
+def _to_size(api: str, size: object, shape: object) -> IntLike:
+    if isinstance(size, SymInt):
+        _, high = bounds(size._expr)
+        if high < 0:
+            raise ValueError(
+                f"{api}: size {size} in shape {shape!r} is negative (its range ends at {high}). "
+                "A dimension has a size >= 0. Check the size computation."
+            )
+        return size
+    number = as_int(size)
+    if number is None:
+        raise TypeError(
+            f"{api}: size {size!r} in shape {shape!r} is not an int or SymInt. Every dimension "
+            "has an integer size. Pass a tuple of ints and SymInts, such as (s0, 3)."
+        )
+    if number < 0:
+        raise ValueError(
+            f"{api}: size {size} in shape {shape!r} is negative. A dimension has a size >= 0. "
+            "Pass sizes >= 0."
+        )
+    return number
+
+
+def _raise_bad_shape(api: str, shape: object) -> NoReturn:
+    raise TypeError(
+        f"{api}: shape {shape!r} is not a size or a sequence of sizes. A shape lists each "
+        "dimension's size. Pass a tuple of ints and SymInts, such as (s0, 3), or one int."
+    )

@@ -1,0 +1,134 @@
+"""``trace(fn, *example_args)``: run ``fn`` on fakes and record every op call in a `Graph`.
+
+Tracing is built on the dispatcher's own mechanism (DESIGN §3): while a trace
+runs, the `Tracer` key is included in every call, and a boxed fallback on
+that key (registered once per dispatcher) records the call, then redispatches
+below `Tracer` so the op's fake impl computes the result's metadata. Values
+are matched to graph nodes by identity: each fake an op returns is entered in
+the trace's table.
+"""
+
+from __future__ import annotations
+
+import inspect
+import weakref
+from collections.abc import Callable
+from contextvars import ContextVar
+from typing import Any, Final
+
+from customop.dispatch import Dispatcher, DispatchKey, DispatchKeySet, OperatorHandle, include_keys
+from customop.dispatch._global import dispatcher as default_dispatcher
+from customop.fake._mode import FakeTensorMode
+from customop.tensor import FakeTensor, SymInt
+from customop.trace._graph import Graph
+from customop.trace._meta import TensorMeta, meta_of
+from customop.trace._node import Node, NodeRef
+from customop.trace._values import CONSTANT_TYPES, ConstantKind
+
+__all__ = ["trace"]
+
+CONSTANT_TYPES[SymInt] = ConstantKind.SYM
+
+
+class _Trace:
+    """One running trace: its graph and which value is which node."""
+
+    __slots__ = ("graph", "keep", "nodes")
+
+    def __init__(self) -> None:
+        self.graph = Graph()
+        self.nodes: dict[int, Node | NodeRef] = {}
+        self.keep: list[Any] = []
+
+    def swap(self, value: Any) -> Any:
+        """``value`` with every traced fake replaced by its node."""
+        if isinstance(value, FakeTensor):
+            found = self.nodes.get(id(value))
+            if found is None:
+                raise RuntimeError(
+                    f"trace: an op got a FakeTensor {value!r} that no traced op made and no "
+                    "input is. A graph can only refer to its inputs and recorded results. "
+                    "Pass the array as an argument of the traced function."
+                )
+            return found
+        if isinstance(value, tuple | list):
+            return type(value)(self.swap(item) for item in value)
+        if isinstance(value, dict):
+            return {key: self.swap(item) for key, item in value.items()}
+        return value
+
+    def enter(self, value: Any, node: Node | NodeRef) -> None:
+        if isinstance(value, FakeTensor):
+            self.nodes[id(value)] = node
+            self.keep.append(value)  # ids stay unique while the trace holds its values
+
+
+_ACTIVE: Final[ContextVar[_Trace | None]] = ContextVar("customop.trace", default=None)
+_BELOW_TRACER: Final = DispatchKeySet.full().below(DispatchKey.Tracer)
+_installed: weakref.WeakKeyDictionary[Dispatcher, Any] = weakref.WeakKeyDictionary()
+
+
+def _record(op: OperatorHandle, keyset: DispatchKeySet, *args: Any, **kwargs: Any) -> Any:
+    """The Tracer key's fallback: compute below Tracer, then record the call."""
+    result = op.redispatch(keyset & _BELOW_TRACER, *args, **kwargs)
+    active = _ACTIVE.get()
+    if active is None:
+        return result
+    node = active.graph.call(op, active.swap(args), active.swap(kwargs), meta_of(result))
+    if isinstance(result, tuple | list):
+        for index, item in enumerate(result):
+            active.enter(item, node[index])
+    else:
+        active.enter(result, node)
+    return result
+
+
+def _install(dispatcher: Dispatcher) -> None:
+    if dispatcher not in _installed:
+        _installed[dispatcher] = dispatcher.register_fallback(
+            DispatchKey.Tracer, _record, debug="customop.trace"
+        )
+
+
+def _input_names(fn: Callable[..., Any], count: int) -> list[str]:
+    try:
+        params = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        params = []
+    return [params[i] if i < len(params) else f"arg{i}" for i in range(count)]
+
+
+def trace(
+    fn: Callable[..., Any],
+    *example_args: Any,
+    dispatcher: Dispatcher | None = None,
+    **example_kwargs: Any,
+) -> Graph:
+    """Record the ops ``fn`` calls on ``example_args`` (real arrays or fakes) into a `Graph`.
+
+    Tensor arguments become placeholders (real ones are turned into fakes
+    first); other arguments are constants baked into the graph. ``fn`` may
+    return a tensor, or a tuple, list or dict of them.
+    """
+    target = default_dispatcher if dispatcher is None else dispatcher
+    _install(target)
+    active = _Trace()
+    mode = FakeTensorMode()
+    names = _input_names(fn, len(example_args))
+    args = []
+    for name, value in zip(names, example_args, strict=True):
+        if hasattr(value, "shape") and hasattr(value, "dtype"):
+            fake = mode.from_real(value)
+            active.enter(fake, active.graph.placeholder(name, TensorMeta.from_value(fake)))
+            args.append(fake)
+        else:
+            args.append(value)
+    token = _ACTIVE.set(active)
+    try:
+        with mode, include_keys(DispatchKey.Tracer):
+            result = fn(*args, **example_kwargs)
+    finally:
+        _ACTIVE.reset(token)
+    active.graph.output(active.swap(result))
+    active.graph.lint()
+    return active.graph
