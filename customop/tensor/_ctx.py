@@ -1,19 +1,21 @@
 """The context a fake impl runs in: ``get_ctx()`` and dynamic sizes.
 
-Fake impls registered with ``register_fake`` are wrapped so that, while one
-runs, `FAKE_IMPL_CTX` holds a `FakeImplCtx`; ``get_ctx()`` outside one is an
-error, as in torch.
+``register_fake`` records each fake impl's code object in `FAKE_IMPL_CODES`;
+``get_ctx()`` looks for one among its callers' frames, so a fake impl call
+costs nothing extra, and ``get_ctx()`` outside one is an error, as in torch.
 """
 
 from __future__ import annotations
 
-from contextvars import ContextVar
+import sys
+import weakref
+from types import CodeType, FrameType
 from typing import Final, final
 
 from customop.tensor._factory import CURRENT_FAKE_MODE
 from customop.tensor._symint import ShapeEnv, SymInt
 
-__all__ = ["DEFAULT_SHAPE_ENV", "FAKE_IMPL_CTX", "FakeImplCtx", "get_ctx"]
+__all__ = ["DEFAULT_SHAPE_ENV", "FAKE_IMPL_CODES", "FakeImplCtx", "get_ctx"]
 
 #: Where sizes come from when no fake mode (with its own ShapeEnv) is active.
 DEFAULT_SHAPE_ENV: Final = ShapeEnv()
@@ -38,13 +40,26 @@ class FakeImplCtx:
         return f"<FakeImplCtx of {self.op}>"
 
 
-#: The name of the op whose fake impl is running, or None.
-FAKE_IMPL_CTX: Final[ContextVar[str | None]] = ContextVar("customop.fake_impl_op", default=None)
+#: Code objects of registered fake impls -> the op each serves (weak: impls may go).
+FAKE_IMPL_CODES: Final[weakref.WeakKeyDictionary[CodeType, str]] = weakref.WeakKeyDictionary()
+_MAX_DEPTH: Final = 32
+
+
+def _running_fake_impl() -> str | None:
+    frame: FrameType | None = sys._getframe(2)
+    for _ in range(_MAX_DEPTH):
+        if frame is None:
+            return None
+        op = FAKE_IMPL_CODES.get(frame.f_code)
+        if op is not None:
+            return op
+        frame = frame.f_back
+    return None
 
 
 def get_ctx() -> FakeImplCtx:
     """The context of the running fake impl; an error anywhere else."""
-    op = FAKE_IMPL_CTX.get()
+    op = _running_fake_impl()
     if op is None:
         raise RuntimeError(
             "get_ctx: no fake impl is running. get_ctx() gives a fake impl its context "
