@@ -6,6 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from customop.cli._demo import run_demo
 from customop.cli._gen import add_gen_command, run_gen
 from customop.cli._inspect import add_inspect_commands, run_dump, run_infer
 from customop.cli._schema import explain_schema
@@ -20,6 +21,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands.add_parser("demo", help="define, call, fake and trace ops on built-in examples")
     schema = commands.add_parser("schema", help="parse, validate and explain a schema")
     schema.add_argument("text", help='schema text, e.g. "ns::op(Tensor x) -> Tensor"')
     schema.add_argument(
@@ -35,7 +37,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     try:
-        if args.command == "schema":
+        if args.command == "demo":
+            print(run_demo())
+        elif args.command == "schema":
             print(explain_schema(args.text, args.style))
         elif args.command == "gen":
             print(run_gen(args))

@@ -4,7 +4,7 @@ An `Expr` is a polynomial with int coefficients whose atoms are symbols
 (``s0``) and the functions shape code needs beyond ``+ - *``: floor division,
 modulo, max and min (each an atom over sub-expressions). Like terms combine,
 so two expressions built differently but equal as polynomials are the same
-`Expr` (equal and equally hashed), and constants fold to plain ints.
+`Expr` (equal and equally hashed); `is_constant` tells when one is a plain number.
 
 Expressions print as Python (``2*s0 + 1``, ``s0 // 2``, ``max(s0, 3)``),
 using only ``+ - * // %``, ``max`` and ``min``. Division, modulo, max/min and

@@ -20,6 +20,9 @@ Semantics, decided here once:
   range is exactly ``[3, 3]``, else an error. Hashes follow the canonical form,
   so equal expressions hash alike; a SymInt that a range pins to an int equals
   that int but hashes differently, so do not mix the two as dict keys.
+* **Printing.** ``str(s)`` is Python over the symbol names using only
+  ``+ - * // %``, ``max`` and ``min`` (powers print as products, ``s0*s0``),
+  so a graph can store sizes as text and compute them again from bindings.
 * **No concrete value.** SymInt has no ``__index__`` or ``__int__``: ``int(s0)``,
   ``range(s0)`` and ``numpy.empty((s0,))`` fail instead of guessing. `evaluate`
   substitutes values for the symbols when they are known.

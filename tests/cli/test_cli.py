@@ -118,8 +118,24 @@ def test_dump_unknown_op_is_one_line(user_module: Path) -> None:
     assert "userops::scale" in result.stderr
 
 
-@pytest.mark.parametrize("command", ["schema", "infer", "dump", "gen"])
+@pytest.mark.parametrize("command", ["demo", "schema", "infer", "dump", "gen"])
 def test_every_command_has_help(command: str) -> None:
     result = run(command, "--help")
     assert result.returncode == 0
     assert result.stdout.startswith(f"usage: customop {command}")
+
+
+def test_demo_runs_the_main_job() -> None:
+    result = run("demo")
+    assert result.returncode == 0, result.stderr
+    text = result.stdout
+    for expected in (
+        "demo::linear(Tensor x, Tensor w, *, float bias=0.) -> Tensor",
+        "relu(linear(x, w, bias=-0.5)) = [[0.5, 0.5], [0.25, 0.25]]",
+        "Fake:                _ at",
+        "nonzero(...) -> FakeTensor(shape=(s0, 2), dtype=int64, device=cpu)",
+        "linear_1 = ops.demo.linear.default(relu, w2, bias=1.0)",
+        "graph(x, w1, w2) == mlp(x, w1, w2): True",
+        "flowchart TD",
+    ):
+        assert expected in text
