@@ -24,17 +24,21 @@ def _define(d: Dispatcher) -> tuple[Any, Any, Any]:
     @custom_op("demo::linear", mutates_args=(), dispatcher=d)
     def linear(x: np.ndarray, w: np.ndarray, *, bias: float = 0.0) -> np.ndarray:
         """x @ w + bias"""
-        return x @ w + bias
+        result: np.ndarray = x @ w + bias
+        return result
 
     @linear.register_fake
-    def _(x: Any, w: Any, *, bias: float = 0.0) -> Any:
+    def _linear(x: Any, w: Any, *, bias: float = 0.0) -> Any:
         return empty((x.shape[0], w.shape[1]), dtype=x.dtype, device=x.device)
 
     @custom_op("demo::relu", mutates_args=(), dispatcher=d)
     def relu(x: np.ndarray) -> np.ndarray:
-        return np.maximum(x, 0)
+        result: np.ndarray = np.maximum(x, 0)
+        return result
 
-    relu.register_fake(lambda x: empty_like(x))
+    @relu.register_fake
+    def _(x: Any) -> Any:
+        return empty_like(x)
 
     @custom_op("demo::nonzero", mutates_args=(), dispatcher=d)
     def nonzero(x: np.ndarray) -> np.ndarray:

@@ -37,7 +37,6 @@ from customop.tensor._install import FAKE_KEYS
 from customop.tensor._install import install_backends
 from customop.tensor._protocol import Tensor
 from customop.tensor._symint import DataDependentError
-from customop.tensor._symint import IntLike
 from customop.tensor._symint import ShapeEnv
 from customop.tensor._symint import SymInt
 from customop.tensor._symint import sym_max
@@ -51,7 +50,6 @@ __all__ = [  # noqa: RUF022 -- plain sorted() order, which tests/test_public_api
     "FAKE_KEYS",
     "FakeTensor",
     "FakeTensorFactory",
-    "IntLike",
     "ShapeEnv",
     "SymInt",
     "Tensor",

@@ -132,7 +132,7 @@ def test_demo_runs_the_main_job() -> None:
     for expected in (
         "demo::linear(Tensor x, Tensor w, *, float bias=0.) -> Tensor",
         "relu(linear(x, w, bias=-0.5)) = [[0.5, 0.5], [0.25, 0.25]]",
-        "Fake:                _ at",
+        "Fake:                _linear at",
         "nonzero(...) -> FakeTensor(shape=(s0, 2), dtype=int64, device=cpu)",
         "linear_1 = ops.demo.linear.default(relu, w2, bias=1.0)",
         "graph(x, w1, w2) == mlp(x, w1, w2): True",
