@@ -64,7 +64,11 @@ _IMPORT_GROUPS: tuple[dict[str, str], ...] = (
         "_overload": "from typing import overload as _overload",
     },
     {"_np": "import numpy as _np"},
-    {"_Tensor": "from customop.tensor import Tensor as _Tensor"},
+    {
+        "_Tensor": "from customop.tensor import Tensor as _Tensor",
+        "_dtype": "from customop.tensor import dtype as _dtype",
+        "_DeviceObj": "from customop.tensor import Device as _DeviceObj",
+    },
 )
 _ALIASES: dict[str, str] = {
     "_int": "_int: _TypeAlias = int",
@@ -73,8 +77,8 @@ _ALIASES: dict[str, str] = {
     "_str": "_str: _TypeAlias = str",
     "_complex": "_complex: _TypeAlias = complex",
     "_Scalar": "_Scalar: _TypeAlias = int | float | bool | complex",
-    "_ScalarType": "_ScalarType: _TypeAlias = _np.dtype[_Any] | type[_np.generic] | str",
-    "_Device": "_Device: _TypeAlias = str",
+    "_ScalarType": "_ScalarType: _TypeAlias = _np.dtype[_Any] | type[_np.generic] | _dtype",
+    "_Device": "_Device: _TypeAlias = str | _DeviceObj",
     "_Generator": "_Generator: _TypeAlias = _np.random.Generator",
 }
 STUB_HELPERS: frozenset[str] = frozenset(_ALIASES).union(*_IMPORT_GROUPS)

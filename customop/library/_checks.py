@@ -13,8 +13,6 @@ import reprlib
 from collections.abc import Callable
 from typing import Final, NoReturn
 
-import numpy as np
-
 from customop.dispatch import Dispatcher
 from customop.schema import (
     BaseType,
@@ -37,8 +35,20 @@ _short.maxstring = 60
 _short.maxother = 60
 
 
+# NOTE: no numpy import here (it costs ~90 ms of `import customop`): numpy's
+# number types register with the `numbers` ABCs, and its bool and dtype
+# classes are recognised by module and name.
+
+
+def _is_numpy_bool(value: object) -> bool:
+    kind = type(value)
+    return kind.__name__ in ("bool_", "bool") and kind.__module__ == "numpy"
+
+
 def _is_int(value: object) -> bool:
-    return (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, np.integer)
+    if isinstance(value, int):
+        return not isinstance(value, bool)
+    return isinstance(value, numbers.Integral) and not _is_numpy_bool(value)
 
 
 def _is_size(value: object) -> bool:
@@ -47,24 +57,26 @@ def _is_size(value: object) -> bool:
 
 
 def _is_float(value: object) -> bool:
-    return _is_int(value) or isinstance(value, float | np.floating)
+    return _is_int(value) or (isinstance(value, float | numbers.Real) and not _is_bool(value))
 
 
 def _is_bool(value: object) -> bool:
-    return isinstance(value, bool | np.bool_)
+    return isinstance(value, bool) or _is_numpy_bool(value)
 
 
 def _is_number(value: object) -> bool:
-    return isinstance(value, numbers.Number | np.bool_)
+    return isinstance(value, numbers.Number) or _is_numpy_bool(value)
 
 
 def _is_dtype(value: object) -> bool:
-    if isinstance(value, np.dtype):
-        return True
-    if isinstance(value, type) and issubclass(value, np.generic):
-        return True
-    # torch.dtype and other array libraries' dtype objects, without importing them.
     kind = type(value)
+    if kind.__module__.startswith("numpy") and (
+        kind.__name__ == "dtype" or "DType" in kind.__name__
+    ):
+        return True  # numpy.dtype instances (numpy.dtypes.Float32DType, ...)
+    if isinstance(value, type) and value.__module__ == "numpy" and hasattr(value, "itemsize"):
+        return True  # numpy scalar types such as numpy.float32
+    # torch.dtype and other array libraries' dtype objects, without importing them.
     return kind.__name__ == "dtype" and kind.__module__.partition(".")[0] in _DTYPE_MODULES
 
 

@@ -9,10 +9,9 @@ live object in ``sizes`` while there is one.
 from __future__ import annotations
 
 import contextlib
+import numbers
 from collections.abc import Sequence
 from typing import Any, Final, TypeAlias, final
-
-import numpy as np
 
 __all__ = [
     "SHORT_DTYPES",
@@ -65,10 +64,11 @@ def dtype_name(dtype: object) -> str:
 
 
 def _compute_dtype_name(dtype: object) -> str:
-    if isinstance(dtype, np.dtype):
-        return str(dtype.name)
-    if isinstance(dtype, type) and issubclass(dtype, np.generic):
-        return str(np.dtype(dtype).name)
+    if isinstance(dtype, type) and dtype.__module__ == "numpy":
+        import numpy as np  # noqa: PLC0415 - numpy is loaded: a numpy type was passed
+
+        if issubclass(dtype, np.generic):
+            return str(np.dtype(dtype).name)
     name = getattr(dtype, "name", None)
     if isinstance(name, str):
         return name
@@ -80,7 +80,7 @@ def size_entry(size: object) -> int | str:
     """A shape entry as it prints and serialises: an ``int``, or the text of a symbolic size."""
     if type(size) is int:
         return size
-    if isinstance(size, int | np.integer) and not isinstance(size, bool):
+    if isinstance(size, numbers.Integral) and not isinstance(size, bool):
         return int(size)
     text = size if isinstance(size, str) else str(size)
     # A symbolic size that is known to be a constant prints as one: treat it as the int.
@@ -170,7 +170,12 @@ MetaLike: TypeAlias = TensorMeta | Sequence[TensorMeta | None] | None
 
 def _is_tensor(value: object) -> bool:
     # numpy scalars have .shape and .dtype too, but the dispatcher does not take them as tensors.
-    return hasattr(value, "shape") and hasattr(value, "dtype") and not isinstance(value, np.generic)
+    return hasattr(value, "shape") and hasattr(value, "dtype") and not is_scalar(value)
+
+
+def is_scalar(value: object) -> bool:
+    """numpy scalars have .shape and .dtype too (numbers, and numpy's bool)."""
+    return isinstance(value, numbers.Number) or type(value).__name__ in ("bool_", "bool")
 
 
 def meta_of(value: object) -> Meta:

@@ -18,10 +18,8 @@ import math
 from collections.abc import Callable
 from typing import Final, final
 
-import numpy as np
-
 from customop.library._checks import BASE_CHECKS
-from customop.trace._meta import TensorMeta, dtype_name
+from customop.trace._meta import TensorMeta, dtype_name, is_scalar
 
 __all__ = ["CONSTANT_TYPES", "INLINE_TYPES", "Constant", "ConstantKind", "constant_of"]
 
@@ -106,6 +104,8 @@ class Constant:
 def _numpy_dtype(name: str) -> object:
     # NOTE: once customop.tensor has its dtype model, a loaded dtype constant should
     # become that model's dtype; until then numpy's, or the bare name numpy lacks.
+    import numpy as np  # noqa: PLC0415 - loading a graph that holds a dtype constant
+
     try:
         return np.dtype(name)
     except TypeError:
@@ -113,7 +113,7 @@ def _numpy_dtype(name: str) -> object:
 
 
 def _opaque(value: object) -> Constant:
-    if hasattr(value, "shape") and hasattr(value, "dtype") and not isinstance(value, np.generic):
+    if hasattr(value, "shape") and hasattr(value, "dtype") and not is_scalar(value):
         text = f"<{type(value).__name__} {TensorMeta.from_value(value)}>"
     else:
         text = f"<{type(value).__name__}>"
@@ -122,7 +122,7 @@ def _opaque(value: object) -> Constant:
 
 #: Types with a fixed constant kind, looked up by ``type(value)`` before the duck
 #: tests below. NOTE for the tracer: register ``SymInt`` here as ``ConstantKind.SYM``.
-CONSTANT_TYPES: dict[type, ConstantKind] = {np.dtype: ConstantKind.DTYPE}
+CONSTANT_TYPES: dict[type, ConstantKind] = {}
 
 _MAKERS: Final[dict[ConstantKind, Callable[[object], Constant]]] = {
     ConstantKind.DTYPE: Constant.dtype,
