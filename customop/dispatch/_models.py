@@ -18,7 +18,7 @@ __all__ = [
 
 
 class _View(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)  # import time
 
 
 class KernelInfo(_View):

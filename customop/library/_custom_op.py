@@ -42,7 +42,10 @@ R = TypeVar("R")
 class CustomOpOptions(BaseModel):
     """The options of ``@custom_op``, checked before anything is registered."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+    # defer_build: compiled at the first @custom_op, not at `import customop`.
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", arbitrary_types_allowed=True, defer_build=True
+    )
 
     name: str
     mutates_args: tuple[str, ...] | MutatesArgs

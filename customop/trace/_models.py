@@ -56,7 +56,7 @@ VERSION = 1
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)  # import time
 
 
 class RefArg(_Model):
@@ -184,7 +184,3 @@ class GraphModel(_Model):
     version: Literal[1]
     ops: dict[str, str]
     nodes: list[NodeModel]
-
-
-for _model in (ListArg, TupleArg, DictArg, NodeModel):
-    _model.model_rebuild()
