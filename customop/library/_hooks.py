@@ -10,6 +10,7 @@ from customop.dispatch._global import dispatcher as default_dispatcher
 from customop.exceptions import RegistrationError
 from customop.library._fake_impl import with_fake_ctx
 from customop.library._signature import check_signature
+from customop.tensor._backends import BUILTIN_DEVICES
 
 if TYPE_CHECKING:
     from customop.library._library import Library
@@ -25,15 +26,9 @@ __all__ = [
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-#: Device type names of the built-in backends; renamed PrivateUse backends add theirs.
-_DEVICE_KEYS = {
-    "cpu": DispatchKey.CPU,
-    "cuda": DispatchKey.CUDA,
-    "meta": DispatchKey.Meta,
-    "privateuseone": DispatchKey.PrivateUse1,
-    "privateusetwo": DispatchKey.PrivateUse2,
-    "privateusethree": DispatchKey.PrivateUse3,
-}
+#: Device type names of the built-in backends (the tensor layer's table, one spelling);
+#: renamed PrivateUse backends add theirs per dispatcher.
+_DEVICE_KEYS = BUILTIN_DEVICES
 
 
 def device_keys(

@@ -37,6 +37,7 @@ from customop.tensor._dtype import dtype
 from customop.tensor._fake import FakeTensor
 
 __all__ = [
+    "BUILTIN_DEVICES",
     "ArrayAdapter",
     "EmptyFn",
     "adapter_for",
@@ -54,7 +55,7 @@ __all__ = [
 EmptyFn: TypeAlias = Callable[[tuple[int, ...], dtype, Device], Any]
 
 #: Device types of the built-in backends; renamed PrivateUse backends add theirs per dispatcher.
-_BUILTIN_DEVICES: Final[dict[str, DispatchKey]] = {
+BUILTIN_DEVICES: Final[dict[str, DispatchKey]] = {
     "cpu": DispatchKey.CPU,
     "cuda": DispatchKey.CUDA,
     "meta": DispatchKey.Meta,
@@ -294,7 +295,7 @@ def _checked_device(fn: Callable[[Any], DeviceLike], device_type: str) -> Callab
 
 def backend_key(device_type: str, dispatcher: Dispatcher) -> DispatchKey | None:
     """The backend key of ``device_type`` in ``dispatcher`` (renamed backends included)."""
-    found = _BUILTIN_DEVICES.get(device_type)
+    found = BUILTIN_DEVICES.get(device_type)
     if found is not None:
         return found
     for key in _PRIVATE_USE:
@@ -305,7 +306,7 @@ def backend_key(device_type: str, dispatcher: Dispatcher) -> DispatchKey | None:
 
 def _raise_unknown_device(api: str, device_type: str, dispatcher: Dispatcher) -> NoReturn:
     renamed = [dispatcher.key_name(k) for k in _PRIVATE_USE if dispatcher.key_name(k) != k.name]
-    known = ", ".join(sorted({*_BUILTIN_DEVICES, *renamed}))
+    known = ", ".join(sorted({*BUILTIN_DEVICES, *renamed}))
     raise DispatchKeyError(
         f"{api}: device type {device_type!r} is not a backend of this dispatcher. A device "
         f"type must name a backend to pick kernels for it; known: {known}. Rename a "
