@@ -42,6 +42,11 @@ class _Trace:
 
     def swap(self, value: Any) -> Any:
         """``value`` with every traced fake replaced by its node."""
+        kind = type(value)
+        if kind is tuple:  # the common case: an op's positional arguments
+            return tuple([self.swap(item) for item in value])
+        if kind in _PLAIN:
+            return value
         if isinstance(value, FakeTensor):
             found = self.nodes.get(id(value))
             if found is None:
@@ -63,14 +68,19 @@ class _Trace:
             self.keep.append(value)  # ids stay unique while the trace holds its values
 
 
+_PLAIN: Final = frozenset({int, float, bool, str, type(None)})
 _ACTIVE: Final[ContextVar[_Trace | None]] = ContextVar("customop.trace", default=None)
 _BELOW_TRACER: Final = DispatchKeySet.full().below(DispatchKey.Tracer)
+_below: dict[DispatchKeySet, DispatchKeySet] = {}  # key sets are few and immutable
 _installed: weakref.WeakKeyDictionary[Dispatcher, Any] = weakref.WeakKeyDictionary()
 
 
 def _record(op: OperatorHandle, keyset: DispatchKeySet, *args: Any, **kwargs: Any) -> Any:
     """The Tracer key's fallback: compute below Tracer, then record the call."""
-    result = op.redispatch(keyset & _BELOW_TRACER, *args, **kwargs)
+    below = _below.get(keyset)
+    if below is None:
+        below = _below[keyset] = keyset & _BELOW_TRACER
+    result = op.redispatch(below, *args, **kwargs)
     active = _ACTIVE.get()
     if active is None:
         return result
