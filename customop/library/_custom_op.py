@@ -245,12 +245,26 @@ def _enum_kernel(
     return kernel
 
 
+def _check_mutates_against(schema: FunctionSchema, options: CustomOpOptions) -> None:
+    """An explicit schema and ``mutates_args`` must say the same (torch checks this too)."""
+    if isinstance(options.mutates_args, MutatesArgs):
+        return
+    written = set(schema.mutated_arguments)
+    if written != set(options.mutates_args):
+        raise ValueError(
+            f"custom_op: {options.name!r}: mutates_args={sorted(options.mutates_args)!r} but the "
+            f"schema writes {sorted(written)!r}. The schema's (a!) annotations are what callers "
+            "and tracing rely on. Make mutates_args name exactly the arguments the schema writes."
+        )
+
+
 def _define(
     options: CustomOpOptions, fn: Callable[P, R], dispatcher: Dispatcher
 ) -> CustomOpDef[P, R]:
     if options.schema_text is not None:
         schema = parse_schema(options.name + options.schema_text.strip())
         choices: dict[str, Choices] = {}
+        _check_mutates_against(schema, options)
     else:
         details = infer_schema_details(fn, mutates_args=options.mutates_args, op_name=options.name)
         schema, choices = details.schema, dict(details.choices)

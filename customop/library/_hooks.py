@@ -110,6 +110,9 @@ def register_kernel(
     dispatcher: Dispatcher | None = None,
 ) -> RegistrationHandle:
     """Register ``fn`` as ``op``'s kernel for ``device_types`` (ops from `Library` too)."""
+    if hasattr(op, "register_kernel") and hasattr(op, "_library"):
+        # A @custom_op: its own library owns the kernel, so a redefinition removes it.
+        return op.register_kernel(device_types, fn)  # type: ignore[no-any-return]
     d = default_dispatcher if dispatcher is None else dispatcher
     handle = _handle_of(op, d, "register_kernel")
     keys = device_keys(handle.dispatcher, device_types, "register_kernel")
@@ -120,6 +123,8 @@ def register_kernel(
 
 def register_fake(op: object, fn: F, *, dispatcher: Dispatcher | None = None) -> RegistrationHandle:
     """Register ``fn`` as ``op``'s fake impl (also for `Library` ops), checked now."""
+    if hasattr(op, "register_fake") and hasattr(op, "_library"):
+        return op.register_fake(fn)  # type: ignore[no-any-return]  # see register_kernel
     d = default_dispatcher if dispatcher is None else dispatcher
     handle = _handle_of(op, d, "register_fake")
     check_signature(fn, handle.schema, "register_fake", "fake impl")

@@ -240,3 +240,47 @@ def test_enum_arguments_reach_the_kernel_as_members(dispatcher: Dispatcher) -> N
     assert pool(np.ones(4), "mean") == 1.0  # type: ignore[arg-type]
     assert pool(np.ones(4)) == 4.0
     assert seen == [Mode.MEAN, Mode.MEAN, Mode.SUM]
+
+
+def test_explicit_schema_must_agree_with_mutates_args(dispatcher: Dispatcher) -> None:
+    def body(x: Any, n: Any) -> None:
+        return None
+
+    with pytest.raises(ValueError) as excinfo:
+        custom_op(
+            "mylib::w",
+            body,
+            mutates_args=["x"],
+            schema="(Tensor x, int n) -> ()",
+            dispatcher=dispatcher,
+        )
+    assert str(excinfo.value) == (
+        "custom_op: 'mylib::w': mutates_args=['x'] but the schema writes []. The schema's (a!) "
+        "annotations are what callers and tracing rely on. Make mutates_args name exactly the "
+        "arguments the schema writes."
+    )
+    ok = custom_op(
+        "mylib::w",
+        body,
+        mutates_args=["x"],
+        schema="(Tensor(a!) x, int n) -> ()",
+        dispatcher=dispatcher,
+    )
+    assert ok.schema.mutated_arguments == ("x",)
+
+
+def test_free_register_kernel_on_a_custom_op_belongs_to_it(dispatcher: Dispatcher) -> None:
+    @custom_op("mylib::owned", mutates_args=(), device_types="cuda", dispatcher=dispatcher)
+    def owned(x: Tensor) -> Tensor:
+        return x
+
+    register_kernel(owned, "cpu", lambda x: x * 3, dispatcher=dispatcher)
+    np.testing.assert_array_equal(owned(np.ones(1)), [3.0])
+
+    @custom_op("mylib::owned", mutates_args=(), device_types="cuda", dispatcher=dispatcher)
+    def owned2(x: Tensor, n: int) -> Tensor:
+        return x
+
+    # The kernel went with the old definition: the new one has no CPU kernel.
+    with pytest.raises(NotImplementedError):
+        owned2(np.ones(1), 2)
