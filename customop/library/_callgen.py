@@ -143,7 +143,7 @@ class CallSite:
             self.check_schema()
         for index, check in enumerate(self.checks):
             if not check(values[index]):
-                argument_type_error(self.schema, index, values[index], self.api)
+                argument_type_error(self.schema, index, values[index], self.api, check)
         fn, cacheable = self.kernel(values)
         if cacheable:
             cache = self.cache

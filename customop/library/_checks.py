@@ -175,13 +175,24 @@ def _hint(tp: SchemaType) -> str:
     return f"Pass a value of type {inner}{optional}."
 
 
-def argument_type_error(schema: FunctionSchema, index: int, value: object, api: str) -> NoReturn:
-    """Raise the TypeError for argument ``index`` of ``schema`` given ``value``."""
+def argument_type_error(
+    schema: FunctionSchema, index: int, value: object, api: str, check: Check | None = None
+) -> NoReturn:
+    """Raise the TypeError for argument ``index`` of ``schema`` given ``value``.
+
+    A check with a ``choices`` attribute (Literal / Enum parameters) lists them.
+    """
     arg = schema.arguments[index]
     where = "keyword-only" if arg.kwarg_only else f"position {index}"
+    choices = getattr(check, "choices", None)
+    expects = str(arg.type)
+    hint = _hint(arg.type)
+    if choices:
+        expects = "one of " + ", ".join(repr(c) for c in choices)
+        hint = "Pass one of those values."
     raise TypeError(
-        f"{api}: argument {arg.name!r} ({where}) expects {arg.type}, got {_kind(value)} "
-        f"{_short.repr(value)}. The schema is {schema}. {_hint(arg.type)}"
+        f"{api}: argument {arg.name!r} ({where}) expects {expects}, got {_kind(value)} "
+        f"{_short.repr(value)}. The schema is {schema}. {hint}"
     )
 
 

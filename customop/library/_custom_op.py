@@ -220,6 +220,7 @@ def _one_of(choices: Choices) -> Check:
     def check(value: object) -> bool:
         return value in members or (isinstance(value, str) and value in allowed)
 
+    check.choices = choices.values  # type: ignore[attr-defined]  # listed in the TypeError
     return check
 
 
