@@ -14,7 +14,14 @@ from typing import Any, Final, NoReturn, TypeAlias, final
 from customop.dispatch._keys import DispatchKey, DispatchKeySet
 from customop.schema import BaseType, FunctionSchema, OptionalType
 
-__all__ = ["DEFAULT_BITS", "BackendRegistry", "Extractor", "KeysOf", "make_extractor"]
+__all__ = [
+    "DEFAULT_BITS",
+    "DEVICE_KEYS",
+    "BackendRegistry",
+    "Extractor",
+    "KeysOf",
+    "make_extractor",
+]
 
 #: Maps call ``(args, kwargs)`` to the bits of the call's dispatch keys.
 Extractor: TypeAlias = Callable[[tuple[Any, ...], dict[str, Any]], int]
@@ -24,7 +31,9 @@ KeysOf: TypeAlias = DispatchKeySet | Callable[[Any], DispatchKeySet]
 #: Keys of a call with no tensor and no device: a CPU call, as for a numpy array.
 DEFAULT_BITS: Final = DispatchKeySet(DispatchKey.CPU, DispatchKey.AutogradCPU).bits
 
-_DEVICE_NAMES: Final[dict[str, DispatchKey]] = {
+#: Device types of the built-in backends -> their key (renamed PrivateUse backends
+#: add theirs per dispatcher). The one table: the tensor and library layers use it.
+DEVICE_KEYS: Final[dict[str, DispatchKey]] = {
     "cpu": DispatchKey.CPU,
     "cuda": DispatchKey.CUDA,
     "privateuseone": DispatchKey.PrivateUse1,
@@ -60,7 +69,7 @@ class BackendRegistry:
         # registration need not import the array library (import time, DESIGN §8).
         self.exact: dict[type | str, KeysOf] = {}
         self.fast: dict[type, int] = {}
-        self.devices: dict[str, int] = {n: backend_bits(k) for n, k in _DEVICE_NAMES.items()}
+        self.devices: dict[str, int] = {n: backend_bits(k) for n, k in DEVICE_KEYS.items()}
 
     def set_type(self, array_type: type | str, keys: KeysOf) -> None:
         exact = dict(self.exact)

@@ -42,7 +42,6 @@ def binding_error(
     values: tuple[Any, ...],
     extra: tuple[Any, ...],
     api: str,
-    unknown: dict[str, Any] | None = None,
 ) -> NoReturn:
     """Raise the TypeError for a call whose arguments do not bind to ``schema``."""
     npos = sum(1 for arg in schema.arguments if not arg.kwarg_only)
@@ -50,13 +49,6 @@ def binding_error(
         raise TypeError(
             f"{api}: takes {npos} positional argument(s) but {npos + len(extra)} were given. "
             f"The schema is {schema}. Pass keyword-only arguments by name, and drop the extra ones."
-        )
-    if unknown:
-        names = ", ".join(repr(name) for name in unknown)
-        valid = ", ".join(arg.name for arg in schema.arguments) or "none"
-        raise TypeError(
-            f"{api}: got unexpected keyword argument(s) {names}. The schema is {schema}. "
-            f"Valid argument names: {valid}."
         )
     missing = [arg for arg, value in zip(schema.arguments, values, strict=True) if value is MISSING]
     where = (

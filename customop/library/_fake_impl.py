@@ -13,10 +13,10 @@ from typing import Any
 
 from customop.tensor._ctx import FAKE_IMPL_CODES
 
-__all__ = ["with_fake_ctx"]
+__all__ = ["remember_fake_impl"]
 
 
-def with_fake_ctx(fn: Callable[..., Any], op: str) -> Callable[..., Any]:
+def remember_fake_impl(fn: Callable[..., Any], op: str) -> Callable[..., Any]:
     """Record ``fn`` as the fake impl of ``op`` (for ``get_ctx``); returns ``fn`` itself."""
     code = getattr(getattr(fn, "__func__", fn), "__code__", None)
     if code is not None:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from customop.dispatch import Dispatcher, DispatchKey, OperatorHandle, RegistrationHandle
 from customop.dispatch._global import dispatcher as default_dispatcher
 from customop.exceptions import RegistrationError
-from customop.library._fake_impl import with_fake_ctx
+from customop.library._fake_impl import remember_fake_impl
 from customop.library._signature import check_signature
 from customop.tensor._backends import BUILTIN_DEVICES
 
@@ -99,7 +99,7 @@ def register_fake_on(
 ) -> RegistrationHandle:
     api = f"{op.name}.register_fake"
     check_signature(fn, op.schema, api, "fake impl")
-    return library.impl(str(op.name), with_fake_ctx(fn, str(op.name)), DispatchKey.Fake)
+    return library.impl(str(op.name), remember_fake_impl(fn, str(op.name)), DispatchKey.Fake)
 
 
 def register_kernel(
@@ -128,5 +128,5 @@ def register_fake(op: object, fn: F, *, dispatcher: Dispatcher | None = None) ->
     d = default_dispatcher if dispatcher is None else dispatcher
     handle = _handle_of(op, d, "register_fake")
     check_signature(fn, handle.schema, "register_fake", "fake impl")
-    fake = with_fake_ctx(fn, str(handle.name))
+    fake = remember_fake_impl(fn, str(handle.name))
     return handle.dispatcher.register_impl(handle.name, DispatchKey.Fake, fake)

@@ -12,7 +12,7 @@ import difflib
 import keyword
 from typing import Any, Final
 
-from customop.dispatch import Dispatcher, OperatorHandle, epoch
+from customop.dispatch import Dispatcher, epoch
 from customop.dispatch._global import dispatcher as default_dispatcher
 from customop.library._binding import MISSING
 from customop.library._callgen import CallSite, compile_call, type_checkable
@@ -142,7 +142,7 @@ class OpOverloadPacket:
             candidates = [self.overload(name) for name in self.overloads()]
             chosen = choose_overload(self.name, candidates, args, kwargs)
             if chosen.schema.arguments and all(
-                _type_decides(a.type) for a in chosen.schema.arguments
+                type_checkable(a.type) for a in chosen.schema.arguments
             ):
                 self._choices[key] = chosen
         return chosen(*args, **kwargs)
@@ -180,11 +180,6 @@ class _PacketSite(CallSite):
 
 def _anything(value: object) -> bool:
     return True
-
-
-def _type_decides(tp: object) -> bool:
-    """Whether an argument's Python type alone decides if a schema type fits it."""
-    return type_checkable(tp)
 
 
 class OpNamespace:
@@ -255,7 +250,3 @@ class Ops:
 
 #: The operators of the process-wide dispatcher.
 ops: Final = Ops()
-
-
-def overload_of(handle: OperatorHandle) -> OpOverload:
-    return bind_overload(handle)

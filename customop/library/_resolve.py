@@ -24,7 +24,7 @@ def _bind(overload: OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) -
     unknown = [k for k in kwargs if k not in names]
     if unknown:
         return f"has no argument {unknown[0]!r}"
-    is_tensor = _tensor_check(overload)
+    checks = _checks_of(overload)
     for index, arg in enumerate(schema.arguments):
         if index < len(args):
             if arg.name in kwargs:
@@ -36,13 +36,18 @@ def _bind(overload: OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) -
                 if arg.default is None:
                     return f"needs argument {arg.name!r}"
                 continue
-        if not value_check(arg.type, is_tensor)(value):
+        if not checks[index](value):
             return f"argument {arg.name!r} expects {arg.type}, got {type(value).__qualname__}"
     return None
 
 
-def _tensor_check(overload: OpOverload) -> Check:
-    return is_tensor_check(overload.dispatcher)
+def _checks_of(overload: OpOverload) -> tuple[Check, ...]:
+    """The overload's argument checks: its call site's, built once at bind time."""
+    site = overload._site
+    if site is not None:
+        return site.checks
+    is_tensor = is_tensor_check(overload.dispatcher)
+    return tuple(value_check(arg.type, is_tensor) for arg in overload.schema.arguments)
 
 
 def choose_overload(

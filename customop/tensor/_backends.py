@@ -29,6 +29,7 @@ from customop.dispatch import (
     RegistrationHandle,
     epoch,
 )
+from customop.dispatch._extract import DEVICE_KEYS
 from customop.dispatch._global import dispatcher as default_dispatcher
 from customop.dispatch._kernel import DEFAULT_SOURCE, caller_source
 from customop.exceptions import DispatchKeyError
@@ -54,16 +55,9 @@ __all__ = [
 #: Allocates an array: ``empty(shape, dtype, device)`` with int sizes and a customop dtype.
 EmptyFn: TypeAlias = Callable[[tuple[int, ...], dtype, Device], Any]
 
-#: Device types of the built-in backends; renamed PrivateUse backends add theirs per dispatcher.
-BUILTIN_DEVICES: Final[dict[str, DispatchKey]] = {
-    "cpu": DispatchKey.CPU,
-    "cuda": DispatchKey.CUDA,
-    "meta": DispatchKey.Meta,
-    "privateuseone": DispatchKey.PrivateUse1,
-    "privateusetwo": DispatchKey.PrivateUse2,
-    "privateusethree": DispatchKey.PrivateUse3,
-}
-_PRIVATE_USE: Final = (DispatchKey.PrivateUse1, DispatchKey.PrivateUse2, DispatchKey.PrivateUse3)
+#: Device types of the built-in backends (the dispatcher's table).
+BUILTIN_DEVICES: Final = DEVICE_KEYS
+_PRIVATE_USE: Final = tuple(key for key in DispatchKey if key.is_private_use)
 
 
 @final
