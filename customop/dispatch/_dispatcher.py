@@ -10,10 +10,11 @@ from __future__ import annotations
 import threading
 import warnings
 from collections.abc import Callable, Iterable
+from functools import partial
 from typing import Literal, TypeAlias, final
 from weakref import WeakValueDictionary
 
-from customop.dispatch._entry import OperatorEntry
+from customop.dispatch._entry import EmptyState, OperatorEntry, empty_state
 from customop.dispatch._handles import RegistrationHandle
 from customop.dispatch._kernel import (
     DEFAULT_SOURCE,
@@ -69,6 +70,8 @@ class Dispatcher(Lookup):
         # Erased entries that a live handle still points at: a new def revives them.
         self._retired: WeakValueDictionary[OperatorName, OperatorEntry] = WeakValueDictionary()
         self._fallbacks: dict[DispatchKey, KernelRecord] = {}
+        # What an operator without kernels gets; recomputed after fallbacks change.
+        self._empty: EmptyState | None = None
         self._libraries: dict[str, Registration] = {}
         self._listeners: tuple[tuple[Registration, OperatorListener], ...] = ()
         # By name: numpy is imported by whoever makes arrays, not by `import customop`.
@@ -87,12 +90,21 @@ class Dispatcher(Lookup):
     # -- defs ----------------------------------------------------------------------
 
     def register_def(
-        self, schema: FunctionSchema | str, *, debug: str = "", tags: Iterable[str] = ()
+        self,
+        schema: FunctionSchema | str,
+        *,
+        debug: str = "",
+        tags: Iterable[str] = (),
+        source: str | None = None,
     ) -> RegistrationHandle:
-        """Define an operator: one def per name and overload. Impls may come before it."""
+        """Define an operator: one def per name and overload. Impls may come before it.
+
+        ``source`` is where the registration is reported to come from (errors,
+        dumps, the handle); by default the calling user code, as ``file.py:42``.
+        """
         schema, name = coerce_schema(schema)
         tag_tuple = coerce_tags(tags)
-        source = caller_source()
+        source = caller_source() if source is None else source
         record = Registration(source, debug)
         with self._lock:
             existing = self._entries.get(name)
@@ -111,7 +123,7 @@ class Dispatcher(Lookup):
             finally:
                 epoch.advance()  # also on failure: the def was briefly visible to calls
         return RegistrationHandle(
-            lambda: self._remove_def(entry, record), description=f"def {name}", source=source
+            partial(self._remove_def, entry, record), description=f"def {name}", source=source
         )
 
     def _announce(self, entry: OperatorEntry) -> None:
@@ -156,7 +168,9 @@ class Dispatcher(Lookup):
         if entry is None:
             entry = self._retired.pop(name, None) or OperatorEntry(name, self)
             # Fallbacks may have changed while it was retired; new ones start empty.
-            entry.rebuild(self._fallbacks)
+            if self._empty is None:
+                self._empty = empty_state(self._fallbacks)
+            entry.reset(self._empty)
             self._entries[name] = entry
         return entry
 
@@ -175,18 +189,20 @@ class Dispatcher(Lookup):
         *,
         boxed: bool = False,
         debug: str = "",
+        source: str | None = None,
     ) -> RegistrationHandle:
         """Register ``kernel`` for ``op`` at ``key`` (None: CompositeImplicitAutograd).
 
         A plain kernel is called as ``kernel(*args, **kwargs)``; with ``boxed=True``
         as ``kernel(op, keyset, *args, **kwargs)``. A newer kernel for the same key
         overrides (with a `KernelOverrideWarning`) until its handle is removed.
+        ``source`` is as for `register_def`.
         """
         api = "register_impl"
         name = op_name(op, api)
         dispatch_key = _CIA if key is None else self.parse_key(key, api=api)
         check_kernel(kernel, api)
-        source = caller_source()
+        source = caller_source() if source is None else source
         record = KernelRecord(kernel, bool(boxed), dispatch_key, source, debug, op=str(name))
         with self._lock:
             existing = self._entries.get(name)
@@ -203,7 +219,7 @@ class Dispatcher(Lookup):
             epoch.advance()
         description = f"impl {name} {self.key_name(dispatch_key)}"
         return RegistrationHandle(
-            lambda: self._remove_impl(entry, record), description=description, source=source
+            partial(self._remove_impl, entry, record), description=description, source=source
         )
 
     def _remove_impl(self, entry: OperatorEntry, record: KernelRecord) -> None:
@@ -246,7 +262,7 @@ class Dispatcher(Lookup):
                 self._refresh_key(record.key)
             epoch.advance()
         return RegistrationHandle(
-            lambda: self._remove_fallbacks(records),
+            partial(self._remove_fallbacks, records),
             description=f"fallback {self.key_name(key)}",
             source=source,
         )
@@ -262,15 +278,24 @@ class Dispatcher(Lookup):
                 epoch.advance()
 
     def _refresh_key(self, key: DispatchKey) -> None:
+        self._empty = None
         for entry in self._entries.values():
             entry.rebuild_keys((key,), self._fallbacks)
 
     # -- libraries, array types, listeners -----------------------------------------
 
     def register_library(
-        self, namespace: str, kind: LibraryKind = "DEF", *, debug: str = ""
+        self,
+        namespace: str,
+        kind: LibraryKind = "DEF",
+        *,
+        debug: str = "",
+        source: str | None = None,
     ) -> RegistrationHandle:
-        """Claim ``namespace`` for a DEF library; FRAGMENT and IMPL libraries may be many."""
+        """Claim ``namespace`` for a DEF library; FRAGMENT and IMPL libraries may be many.
+
+        ``source`` is as for `register_def`.
+        """
         api = "register_library"
         check_namespace(namespace, api)
         if kind not in ("DEF", "FRAGMENT", "IMPL"):
@@ -278,7 +303,7 @@ class Dispatcher(Lookup):
                 f"{api}: kind {kind!r} is not a library kind. A library either owns its "
                 "namespace's definitions or adds to them. Use 'DEF', 'FRAGMENT' or 'IMPL'."
             )
-        source = caller_source()
+        source = caller_source() if source is None else source
         description = f"library {kind} {namespace}"
         if kind != "DEF":
             return RegistrationHandle(_nothing, description=description, source=source)

@@ -16,13 +16,13 @@ from customop.dispatch._extract import DEFAULT_BITS, Extractor, make_extractor
 from customop.dispatch._kernel import Kernel, KernelRecord, fallthrough
 from customop.dispatch._keys import FULL_BITS, RUNTIME_KEYS, DispatchKey
 from customop.dispatch._operator import OperatorHandle, missing_kernel, undefined_kernel
-from customop.dispatch._table import Choice, Fallbacks, compute_entry
+from customop.dispatch._table import Choice, Fallbacks, compute_entries, compute_entry
 from customop.schema import FunctionSchema, OperatorName
 
 if TYPE_CHECKING:
     from customop.dispatch._dispatcher import Dispatcher
 
-__all__ = ["CallState", "OperatorEntry"]
+__all__ = ["CallState", "EmptyState", "OperatorEntry", "empty_state"]
 
 #: One table slot: the callable and whether it is boxed (takes ``op, keyset`` first).
 Slot: TypeAlias = tuple[Kernel, bool]
@@ -47,11 +47,38 @@ _UNDEFINED_STATE: Final[CallState] = (
 
 
 _INDEX: Final = {key: key.value for key in RUNTIME_KEYS}
+_FULL_MASK: Final = (1 << len(RUNTIME_KEYS)) - 1
+
+
+#: Slots and mask of an operator without kernels: the same for every such operator.
+EmptyState: TypeAlias = tuple[tuple[Slot, ...], int]
+
+
+def empty_state(fallbacks: Fallbacks) -> EmptyState:
+    """What an operator without kernels dispatches to: fallbacks, or nothing."""
+    slots = [_MISSING] * (len(RUNTIME_KEYS) + 1)
+    new = [_fallback_slot(fallbacks.get(key)) for key in RUNTIME_KEYS]
+    mask = _store(slots, _FULL_MASK, RUNTIME_KEYS, new)
+    return tuple(slots), mask
+
+
+def _store(slots: list[Slot], mask: int, keys: tuple[DispatchKey, ...], new: list[Slot]) -> int:
+    """Put ``new`` in the slots of ``keys``; the mask updated to match."""
+    for key, slot in zip(keys, new, strict=True):
+        index = _INDEX[key]
+        slots[index] = slot
+        # The mask keeps only the keys whose kernel is not a fallthrough.
+        mask = mask & ~(1 << index) if slot[0] is fallthrough else mask | 1 << index
+    return mask
 
 
 def _slot(choice: Choice) -> Slot:
     record = choice[0]
-    return _MISSING if record is None else (record.fn, record.boxed)
+    return _MISSING if record is None else record.slot
+
+
+def _fallback_slot(fallback: KernelRecord | None) -> Slot:
+    return _MISSING if fallback is None else fallback.slot
 
 
 @final
@@ -68,6 +95,7 @@ class OperatorEntry:
         "extract",
         "handle",
         "kernels",
+        "mask",
         "name",
         "schema",
         "slots",
@@ -87,6 +115,8 @@ class OperatorEntry:
         self.def_and_impl_count = 0
         # slots[i] serves RUNTIME_KEYS[i]; the extra last slot serves an empty key set.
         self.slots: list[Slot] = [_MISSING] * (len(RUNTIME_KEYS) + 1)
+        #: Bit i set: slots[i] is not a fallthrough (the last slot has no bit).
+        self.mask = _FULL_MASK
         self.handle = OperatorHandle(self, _UNDEFINED_STATE)
 
     # -- reading -----------------------------------------------------------------
@@ -131,24 +161,24 @@ class OperatorEntry:
         """Recompute every slot, then publish the new call state."""
         self.rebuild_keys(RUNTIME_KEYS, fallbacks)
 
+    def reset(self, empty: EmptyState) -> None:
+        """Take the slots of an operator without kernels (see `empty_state`), and publish."""
+        slots, self.mask = empty
+        self.slots = list(slots)
+        self.publish()
+
     def rebuild_keys(self, keys: Iterable[DispatchKey], fallbacks: Fallbacks) -> None:
         """Recompute the slots of ``keys`` (those a change can affect), then publish."""
-        slots = self.slots
-        if not self.kernels:  # only fallbacks can serve: skip the precedence rules
-            for key in keys:
-                fallback = fallbacks.get(key)
-                slots[_INDEX[key]] = _MISSING if fallback is None else (fallback.fn, True)
-        else:
-            for key in keys:
-                slots[_INDEX[key]] = _slot(self.choose(key, fallbacks))
+        keys = tuple(keys)
+        if self.kernels:
+            new = [_slot(choice) for choice in compute_entries(self.kernels, fallbacks, keys)]
+        else:  # only fallbacks can serve: skip the precedence rules
+            new = [_fallback_slot(fallbacks.get(key)) for key in keys]
+        self.mask = _store(self.slots, self.mask, keys, new)
         self.publish()
 
     def publish(self) -> None:
         if self.schema is None:
             self.handle._state = _UNDEFINED_STATE
             return
-        mask = 0
-        for index, (fn, _) in enumerate(self.slots[:-1]):
-            if fn is not fallthrough:
-                mask |= 1 << index
-        self.handle._state = (tuple(self.slots), mask, self.extract)
+        self.handle._state = (tuple(self.slots), self.mask, self.extract)

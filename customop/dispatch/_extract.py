@@ -177,14 +177,26 @@ def make_extractor(schema: FunctionSchema, registry: BackendRegistry, op: str) -
     return _general(tensors, devices, registry, op)
 
 
-def _single_tensor(index: int, name: str, registry: BackendRegistry, op: str) -> Extractor:
-    fast_get = registry.fast.get
-    resolve = registry.resolve
+# NOTE: the extractors below take their per-op constants as keyword-only
+# defaulted parameters, not closure cells. Every def makes one, so this saves a cell per
+# constant (objects the garbage collector scans for as long as the op lives),
+# and a call reads them as plain locals. Callers pass only (args, kwargs).
 
-    def extract(args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
+
+def _single_tensor(index: int, name: str, registry: BackendRegistry, op: str) -> Extractor:
+    def extract(
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        *,
+        index: int = index,
+        name: str = name,
+        fast_get: Callable[[type], int | None] = registry.fast.get,
+        registry: BackendRegistry = registry,
+        op: str = op,
+    ) -> int:
         value = args[index] if len(args) > index else kwargs.get(name)
         bits = fast_get(type(value))
-        return bits if bits is not None else resolve(value, op, name)
+        return bits if bits is not None else registry.resolve(value, op, name)
 
     return extract
 
@@ -193,20 +205,25 @@ def _two_tensors(
     first: tuple[int, str], second: tuple[int, str], registry: BackendRegistry, op: str
 ) -> Extractor:
     # Two tensors is the commonest binary-op shape; unrolled, it costs about half the loop.
-    (i, name_i), (j, name_j) = first, second
-    fast_get = registry.fast.get
-    resolve = registry.resolve
-
-    def extract(args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
+    def extract(
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        *,
+        tensors: tuple[int, str, int, str] = (*first, *second),
+        fast_get: Callable[[type], int | None] = registry.fast.get,
+        registry: BackendRegistry = registry,
+        op: str = op,
+    ) -> int:
+        i, name_i, j, name_j = tensors
         count = len(args)
         a = args[i] if count > i else kwargs.get(name_i)
         b = args[j] if count > j else kwargs.get(name_j)
         bits_a = fast_get(type(a))
         if bits_a is None:
-            bits_a = resolve(a, op, name_i)
+            bits_a = registry.resolve(a, op, name_i)
         bits_b = fast_get(type(b))
         if bits_b is None:
-            bits_b = resolve(b, op, name_j)
+            bits_b = registry.resolve(b, op, name_j)
         return bits_a | bits_b
 
     return extract

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, NoReturn, TypeAlias, final
 
 from customop.dispatch._keys import DispatchKey
@@ -67,6 +67,12 @@ class KernelRecord:
     debug: str = ""
     op: str = ""
     alive: bool = True
+    #: What a dispatch table slot holds for this kernel, made once (tables are
+    #: rebuilt on every registration).
+    slot: tuple[Kernel, bool] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.slot = (self.fn, self.boxed)
 
     @property
     def is_fallthrough(self) -> bool:

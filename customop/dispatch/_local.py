@@ -13,12 +13,13 @@ from __future__ import annotations
 import threading
 from contextvars import ContextVar, Token
 from types import TracebackType
-from typing import Final, final
+from typing import Any, Final, Protocol, final
 
 from customop.dispatch._keys import FULL_BITS, DispatchKey, DispatchKeySet, keyset_from_bits
 
 __all__ = [
     "LOCAL_KEYS",
+    "CacheHolder",
     "Epoch",
     "EpochClock",
     "LocalKeysGuard",
@@ -48,28 +49,35 @@ class Epoch:
         return f"<Epoch {self.number}>"
 
 
+class CacheHolder(Protocol):
+    """What `EpochClock.fill` fills: an object with a ``cache``, and a way to empty it."""
+
+    cache: Any
+
+    def clear_cache(self) -> None: ...
+
+
 @final
 class EpochClock:
     """The registration epoch shared by every `Dispatcher`, for cached fast call paths.
 
     ``token`` is replaced by a new `Epoch` on every registration change in any
     dispatcher, and whenever ``include_keys`` / ``exclude_keys`` blocks become
-    active somewhere or all end. A cache keeps the token it was filled under and
-    is valid while ``epoch.token is kept_token``: one global read and an
-    identity test per call, with no TLS read.
+    active somewhere or all end. Caches relate to it in one of two ways:
 
-    Fill a cache only while ``cacheable`` is true (no include/exclude block is
-    active in any thread or task), and store the token read *before* computing
-    the entry: if anything changes meanwhile the token has moved on and the
-    entry is never used.
+    * pull: keep the token the entry was computed under (read *before*
+      computing it) and use the entry while ``epoch.token is kept_token``;
+    * push: `fill` a `CacheHolder`; the next `advance` empties it. Generated
+      call code uses this, so its fast path does not even read the token.
     """
 
-    __slots__ = ("_active", "_lock", "_next", "token")
+    __slots__ = ("_active", "_filled", "_lock", "_next", "token")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._next = 1
         self._active = 0
+        self._filled: dict[CacheHolder, None] = {}  # an ordered set, by identity
         self.token = Epoch(0)
 
     @property
@@ -81,9 +89,20 @@ class EpochClock:
         with self._lock:
             self._advance_locked()
 
+    def fill(self, token: Epoch, holder: CacheHolder, cache: object) -> None:
+        """Set ``holder.cache`` to an entry computed under ``token``, unless the
+        epoch has moved on since; it is emptied when the epoch next advances."""
+        with self._lock:
+            if self.token is token:
+                holder.cache = cache
+                self._filled[holder] = None
+
     def _advance_locked(self) -> None:
         self.token = Epoch(self._next)
         self._next += 1
+        filled, self._filled = self._filled, {}
+        for holder in filled:
+            holder.clear_cache()
 
     def _local_block(self, delta: int) -> None:
         with self._lock:

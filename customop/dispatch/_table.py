@@ -26,13 +26,14 @@ kernel; no customop backend maps to AutogradOther, so that case cannot arise.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Final, Literal, TypeAlias
 
-from customop.dispatch._kernel import KernelRecord
+from customop.dispatch._kernel import KernelRecord, fallthrough
 from customop.dispatch._keys import DispatchKey
 
-__all__ = ["AFFECTED", "Reason", "compute_entry"]
+__all__ = ["AFFECTED", "Reason", "compute_entries", "compute_entry"]
 
 #: Why a table entry holds its kernel (what ``dump_table`` prints in brackets).
 Reason: TypeAlias = Literal[
@@ -77,56 +78,70 @@ AFFECTED: Final = {key: _affected(key) for key in DispatchKey}
 
 def compute_entry(kernels: Stacks, fallbacks: Fallbacks, key: DispatchKey) -> Choice:
     """The kernel for runtime ``key`` and the reason, given newest-first stacks and fallbacks."""
-    record, reason = _choose(kernels, fallbacks, key)
-    if record is not None and record.is_fallthrough:
-        return record, "fallthrough"
-    return record, reason
+    return compute_entries(kernels, fallbacks, (key,))[0]
 
 
-def _top(kernels: Stacks, key: DispatchKey) -> KernelRecord | None:
-    stack = kernels.get(key)
-    return stack[0] if stack else None
+def compute_entries(
+    kernels: Stacks, fallbacks: Fallbacks, keys: Iterable[DispatchKey]
+) -> list[Choice]:
+    """`compute_entry` for each of ``keys``."""
+    # NOTE: which key's kernel serves depends only on which stacks are non-empty
+    # (stacks are dropped when emptied) and which keys have fallbacks, so the
+    # rules run once per such pattern (`_plan`). A registration then costs a
+    # lookup per key: a CompositeExplicitAutograd impl touches 13 keys.
+    plan = _plan(frozenset(kernels), frozenset(fallbacks), tuple(keys))
+    choices: list[Choice] = []
+    for source, reason in plan:
+        if source is None:
+            choices.append(_MISSING)
+            continue
+        record = fallbacks[source] if reason == "backend fallback" else kernels[source][0]
+        choices.append((record, "fallthrough" if record.fn is fallthrough else reason))
+    return choices
 
 
-def _choose(kernels: Stacks, fallbacks: Fallbacks, key: DispatchKey) -> Choice:
-    direct = _top(kernels, key)
-    if direct is not None:
-        return direct, "kernel"
+#: Where a key's kernel comes from: the top of that key's stack, or, for a
+#: "backend fallback", that key's fallback; None when nothing serves it.
+Source: TypeAlias = tuple[DispatchKey | None, Reason]
+
+
+@functools.lru_cache(maxsize=1024)
+def _plan(
+    present: frozenset[DispatchKey],
+    fallbacks: frozenset[DispatchKey],
+    keys: tuple[DispatchKey, ...],
+) -> tuple[Source, ...]:
+    return tuple(_rule(present, fallbacks, key) for key in keys)
+
+
+def _rule(
+    present: frozenset[DispatchKey], fallbacks: frozenset[DispatchKey], key: DispatchKey
+) -> Source:
+    if key in present:
+        return key, "kernel"
     if key is DispatchKey.Fake:
-        return _choose_fake(kernels, fallbacks)
-    explicit = _top(kernels, _CEA)
-    if explicit is not None and key in _BACKEND:
-        return explicit, "default backend kernel"
-    implicit = _top(kernels, _CIA)
-    in_implicit = key in _BACKEND or key in _AUTOGRAD
-    if implicit is not None and in_implicit and not _has_backend_kernel(kernels, key, explicit):
-        return implicit, "math kernel"
-    autograd = _top(kernels, DispatchKey.Autograd)
-    if autograd is not None and key in _AUTOGRAD:
-        return autograd, "autograd kernel"
-    return _fallback(fallbacks, key)
+        if DispatchKey.Meta in present:
+            return DispatchKey.Meta, "meta kernel"
+        if _CIA in present:
+            return _CIA, "math kernel"
+    elif _CEA in present and key in _BACKEND:
+        return _CEA, "default backend kernel"
+    elif (
+        _CIA in present
+        and (key in _BACKEND or key in _AUTOGRAD)
+        and not _has_backend_kernel(present, key)
+    ):
+        return _CIA, "math kernel"
+    elif DispatchKey.Autograd in present and key in _AUTOGRAD:
+        return DispatchKey.Autograd, "autograd kernel"
+    return (key, "backend fallback") if key in fallbacks else (None, "missing")
 
 
-def _has_backend_kernel(kernels: Stacks, key: DispatchKey, explicit: KernelRecord | None) -> bool:
+def _has_backend_kernel(present: frozenset[DispatchKey], key: DispatchKey) -> bool:
     # Only autograd keys have backends here; for them a backend kernel (or a
     # CompositeExplicitAutograd one) means the backend is meant to run, so the
     # decomposition must not hide it behind the autograd key.
     backends = _BACKENDS_OF.get(key)
     if backends is None:
         return False
-    return explicit is not None or any(_top(kernels, backend) for backend in backends)
-
-
-def _choose_fake(kernels: Stacks, fallbacks: Fallbacks) -> Choice:
-    meta = _top(kernels, DispatchKey.Meta)
-    if meta is not None:
-        return meta, "meta kernel"
-    implicit = _top(kernels, _CIA)
-    if implicit is not None:
-        return implicit, "math kernel"
-    return _fallback(fallbacks, DispatchKey.Fake)
-
-
-def _fallback(fallbacks: Fallbacks, key: DispatchKey) -> Choice:
-    fallback = fallbacks.get(key)
-    return (fallback, "backend fallback") if fallback is not None else _MISSING
+    return _CEA in present or any(backend in present for backend in backends)

@@ -131,3 +131,40 @@ def test_epoch_is_not_cacheable_while_local_keys_are_active() -> None:
     assert epoch.cacheable
     assert before is not inside and inside is not epoch.token
     assert repr(before).startswith("<Epoch ")
+
+
+class _Holder:
+    """A CacheHolder for the epoch clock's push invalidation."""
+
+    def __init__(self) -> None:
+        self.cache: object = "empty"
+
+    def clear_cache(self) -> None:
+        self.cache = "empty"
+
+
+def test_fill_is_emptied_by_the_next_advance(dispatcher: Dispatcher) -> None:
+    holder = _Holder()
+    epoch.fill(epoch.token, holder, "entry")
+    assert holder.cache == "entry"
+    dispatcher.register_def("t::op(Tensor x) -> Tensor").remove()
+    assert holder.cache == "empty"
+
+
+def test_fill_under_a_stale_token_does_nothing(dispatcher: Dispatcher) -> None:
+    # An entry computed before a registration change must never be stored after it.
+    holder = _Holder()
+    token = epoch.token
+    dispatcher.register_def("t::op(Tensor x) -> Tensor").remove()
+    epoch.fill(token, holder, "stale")
+    assert holder.cache == "empty"
+
+
+def test_holder_filled_twice_is_emptied_once(dispatcher: Dispatcher) -> None:
+    holder = _Holder()
+    cleared: list[object] = []
+    holder.clear_cache = lambda: cleared.append(holder)  # type: ignore[method-assign]
+    for value in ("a", "b", "c"):
+        epoch.fill(epoch.token, holder, value)
+    dispatcher.register_def("t::op(Tensor x) -> Tensor").remove()
+    assert cleared == [holder]
