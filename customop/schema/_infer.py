@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import collections.abc
 import enum
-import functools
 import inspect
 import types
 import typing
@@ -23,6 +22,7 @@ from typing import Final, final
 from customop.exceptions import RegistrationError, SchemaError
 from customop.schema._base import build
 from customop.schema._defaults import Default
+from customop.schema._infer_signature import EMPTY, Param, Signature, read_signature, resolve_hints
 from customop.schema._infer_table import RULES, Choices, add_annotation
 from customop.schema._infer_walk import (
     FORMS,
@@ -99,7 +99,7 @@ _KINDS: Final[Mapping[object, tuple[str, str]]] = types.MappingProxyType(
 
 
 def _default(value: object, shape: Shape, site: Site) -> Default | None:
-    if value is inspect.Parameter.empty:
+    if value is EMPTY:
         return None
     if value is None:
         if shape.form.endswith("?"):
@@ -131,7 +131,7 @@ def _default(value: object, shape: Shape, site: Site) -> Default | None:
     return default
 
 
-def _check_parameter(param: inspect.Parameter, site: Site) -> None:
+def _check_parameter(param: Param, site: Site) -> None:
     if param.kind in _KINDS:
         what, fix = _KINDS[param.kind]
         site.fail(
@@ -145,7 +145,7 @@ def _check_parameter(param: inspect.Parameter, site: Site) -> None:
             "Schema argument names are ASCII identifiers",
             "Rename it",
         )
-    if param.annotation is inspect.Parameter.empty:
+    if param.annotation is EMPTY:
         site.fail(
             "has no annotation",
             "infer_schema reads the schema from the annotations",
@@ -153,8 +153,55 @@ def _check_parameter(param: inspect.Parameter, site: Site) -> None:
         )
 
 
+# Inferred arguments and returns, by everything that decides them. Registering
+# many ops repeats the same parameters (x: Tensor, alpha: float = 1.0) over and
+# over, and an Argument is immutable, so schemas can share them. Annotations
+# are keyed by identity (the memo keeps them alive, so ids stay unique):
+# equality would confuse Literal['a', 'b'] with Literal['b', 'a'].
+_ARGUMENTS: dict[tuple[object, ...], tuple[object, Argument, Choices | None]] = {}
+_RETURNS: dict[int, tuple[object, tuple[Return, ...]]] = {}
+_MEMO_LIMIT: Final = 4096
+
+
+def _forget() -> None:
+    """Drop memoized inferences (the annotation table changed)."""
+    _ARGUMENTS.clear()
+    _RETURNS.clear()
+
+
 def _argument(
-    index: int, param: inspect.Parameter, site: Site, mutates: frozenset[str] | MutatesArgs
+    index: int,
+    param: Param,
+    annotation: object,
+    function: str,
+    mutates: frozenset[str] | MutatesArgs,
+) -> tuple[Argument, Choices | None]:
+    listed = isinstance(mutates, frozenset) and param.name in mutates
+    numbered = listed or mutates is MutatesArgs.UNKNOWN  # may get the alias a<index>
+    default = param.default
+    # repr tells 0.0 from -0.0 and 1 from True, which equality does not.
+    key: tuple[object, ...] = (
+        param.name,
+        param.kind,
+        id(annotation),
+        type(default),
+        repr(default),
+        listed,
+    )
+    key += (index,) if numbered else ()
+    found = _ARGUMENTS.get(key)
+    if found is not None:
+        return found[1], found[2]
+    site = Site(function, f"parameter {param.name!r}", annotation)
+    argument, choice = _infer_argument(index, param, site, mutates)
+    if len(_ARGUMENTS) >= _MEMO_LIMIT:
+        _ARGUMENTS.clear()
+    _ARGUMENTS[key] = (annotation, argument, choice)
+    return argument, choice
+
+
+def _infer_argument(
+    index: int, param: Param, site: Site, mutates: frozenset[str] | MutatesArgs
 ) -> tuple[Argument, Choices | None]:
     _check_parameter(param, site)
     shape = walk(site.annotation, site)
@@ -192,7 +239,7 @@ def _return(annotation: object, site: Site) -> Return:
 
 def _returns(site: Site) -> tuple[Return, ...]:
     annotation = site.annotation
-    if annotation is inspect.Signature.empty:
+    if annotation is EMPTY:
         site.fail(
             "has no annotation",
             "infer_schema reads the schema's returns from it",
@@ -222,11 +269,25 @@ def _returns(site: Site) -> tuple[Return, ...]:
     return returns
 
 
+def _memo_returns(annotation: object, function: str) -> tuple[Return, ...]:
+    found = _RETURNS.get(id(annotation))
+    if found is not None:
+        return found[1]
+    returns = _returns(
+        Site(function, "the return value", annotation, f"{_RETURNABLE}; return one of those")
+    )
+    if len(_RETURNS) >= _MEMO_LIMIT:
+        _RETURNS.clear()
+    _RETURNS[id(annotation)] = (annotation, returns)
+    return returns
+
+
 def _mutates(mutates_args: object, function: str) -> frozenset[str] | MutatesArgs:
     if isinstance(mutates_args, MutatesArgs):
         return mutates_args
     names = None if isinstance(mutates_args, str) else mutates_args
-    if not isinstance(names, Iterable):
+    # Concrete collections first: an isinstance against the Iterable ABC is slow.
+    if not isinstance(names, tuple | list | set | frozenset | Iterable):
         raise SchemaError(
             f"infer_schema: mutates_args of function {function!r} is {mutates_args!r}, not a "
             "collection of parameter names. A string would read as one-letter names. Pass the "
@@ -234,80 +295,27 @@ def _mutates(mutates_args: object, function: str) -> frozenset[str] | MutatesArg
             "do not know (torch's 'unknown')."
         )
     found = tuple(names)
-    for name in found:
-        if not isinstance(name, str):
-            raise SchemaError(
-                f"infer_schema: mutates_args of function {function!r} contains {name!r}, which "
-                "is not a str. mutates_args holds parameter names. Pass names, as in ['x']."
-            )
-    return frozenset(typing.cast(tuple[str, ...], found))
+    strings = [name for name in found if isinstance(name, str)]
+    if len(strings) < len(found):
+        name = next(name for name in found if not isinstance(name, str))
+        raise SchemaError(
+            f"infer_schema: mutates_args of function {function!r} contains {name!r}, which "
+            "is not a str. mutates_args holds parameter names. Pass names, as in ['x']."
+        )
+    return frozenset(strings)
 
 
-def _check_mutated_exist(mutates: frozenset[str], sig: inspect.Signature, function: str) -> None:
-    missing = sorted(mutates - set(sig.parameters))
+def _check_mutated_exist(mutates: frozenset[str], sig: Signature, function: str) -> None:
+    missing = sorted(mutates - set(sig.names))
     if missing:
         plural = "s" if len(missing) > 1 else ""
-        params = ", ".join(map(repr, sig.parameters)) or "it has none"
+        params = ", ".join(map(repr, sig.names)) or "it has none"
         listed = ", ".join(map(repr, missing))
         raise SchemaError(
             f"infer_schema: mutates_args of function {function!r} names {listed}, which "
             f"{'are' if plural else 'is'} not among its parameters ({params}). Only the "
             f"function's own arguments can be mutated. Correct or remove the name{plural}."
         )
-
-
-def _namespace(fn: Callable[..., object]) -> dict[str, object] | None:
-    """The globals string annotations are resolved in: those of the function defined."""
-    target: object = inspect.unwrap(fn)
-    while isinstance(target, functools.partial):
-        target = inspect.unwrap(target.func)
-    found = getattr(target, "__globals__", None)
-    return found if isinstance(found, dict) else None
-
-
-def _blame(raw: dict[str, object], namespace: dict[str, object] | None, function: str) -> None:
-    """Raise the error for the first annotation that does not resolve, if one alone fails."""
-    for name, annotation in raw.items():
-        try:
-            typing.get_type_hints(
-                types.SimpleNamespace(__annotations__={name: annotation}), namespace
-            )
-        except Exception as error:  # evaluating a user's annotation may raise anything
-            subject = "the return value" if name == "return" else f"parameter {name!r}"
-            Site(function, subject, annotation).fail(
-                f"is annotated {annotation!r}, which does not resolve "
-                f"({type(error).__name__}: {error})",
-                "Annotations are resolved in the globals of the function's module, so names "
-                "local to a function are not visible",
-                "Import or define the type at module level",
-            )
-
-
-def _resolve(fn: Callable[..., object], raw: dict[str, object], function: str) -> dict[str, object]:
-    namespace = _namespace(fn)
-    try:
-        # A namespace object carries exactly the signature's annotations, so callable
-        # objects and partials resolve like functions.
-        hints = types.SimpleNamespace(__annotations__=raw)
-        # include_extras: Annotated[T, ...] is unwrapped by the walk, and stripping costs.
-        return typing.get_type_hints(hints, namespace, include_extras=True)
-    except Exception as error:  # evaluating a user's annotations may raise anything
-        _blame(raw, namespace, function)
-        raise SchemaError(
-            f"infer_schema: the annotations of function {function!r} do not resolve "
-            f"({type(error).__name__}: {error}). The schema is read from them. Make every "
-            "annotation importable from the function's module."
-        ) from error
-
-
-def _signature(fn: Callable[..., object]) -> inspect.Signature:
-    try:
-        return inspect.signature(fn)
-    except (TypeError, ValueError) as error:
-        raise SchemaError(
-            f"infer_schema: the signature of {fn!r} cannot be read ({error}). infer_schema "
-            "reads the parameters and their annotations. Pass a Python function with type hints."
-        ) from None
 
 
 def _operator_name(op_name: str | None) -> OperatorName | None:
@@ -332,27 +340,22 @@ def infer_schema_details(
     function = str(getattr(fn, "__qualname__", None) or repr(fn))
     mutates = _mutates(mutates_args, function)
     name = _operator_name(op_name)
-    sig = _signature(fn)
-    if isinstance(mutates, frozenset):
+    sig = read_signature(fn)
+    if isinstance(mutates, frozenset) and mutates:
         _check_mutated_exist(mutates, sig, function)
-    raw = {n: p.annotation for n, p in sig.parameters.items() if p.annotation is not p.empty}
-    if sig.return_annotation is not sig.empty:
-        raw["return"] = sig.return_annotation
-    hints = _resolve(fn, raw, function)
+    hints = resolve_hints(fn, sig, function)
     arguments: list[Argument] = []
     choices: dict[str, Choices] = {}
-    for index, param in enumerate(sig.parameters.values()):
-        site = Site(function, f"parameter {param.name!r}", hints.get(param.name, param.annotation))
-        argument, choice = _argument(index, param, site, mutates)
+    for index, param in enumerate(sig.params):
+        annotation = hints.get(param.name, param.annotation)
+        argument, choice = _argument(index, param, annotation, function, mutates)
         arguments.append(argument)
         if choice is not None:
             choices[param.name] = choice
-    annotation = hints.get("return", sig.return_annotation)
-    ret = Site(function, "the return value", annotation, f"{_RETURNABLE}; return one of those")
     values = {
         "name": name,
         "arguments": tuple(arguments),
-        "returns": _returns(ret),
+        "returns": _memo_returns(hints.get("return", sig.returns), function),
         "is_vararg": False,
         "is_varret": False,
     }
@@ -399,4 +402,11 @@ def register_annotation(annotation: object, schema_type: str) -> Callable[[], No
             "by its structure. Only plain classes and NewTypes map to one schema type. Register "
             "the class itself, as in numpy.ndarray rather than numpy.ndarray[Any, Any]."
         )
-    return add_annotation(annotation, schema_type)
+    remove = add_annotation(annotation, schema_type)
+    _forget()
+
+    def undo() -> None:
+        remove()
+        _forget()
+
+    return undo

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import re
+from typing import Final
 
 from customop.schema._base import build
 from customop.schema._default_parser import parse_default
@@ -314,8 +315,21 @@ def parse_operator_name(text: str) -> OperatorName:
     return _parse_operator_name(text)
 
 
+# The common spellings, 'ns::name' and 'ns::name.overload', without the cursor
+# machinery (a third of the cost); anything else, errors included, is parsed.
+_PLAIN_NAME: Final = re.compile(
+    r"([A-Za-z_][A-Za-z0-9_]*)::([A-Za-z_][A-Za-z0-9_]*)(?:\.([A-Za-z_][A-Za-z0-9_]*))?"
+)
+
+
 @functools.lru_cache(maxsize=4096)
 def _parse_operator_name(text: str) -> OperatorName:
+    plain = _PLAIN_NAME.fullmatch(text)
+    if plain is not None:
+        namespace, base, overload = plain.groups("")
+        if check_overload_name(overload) is None:
+            values = {"namespace": namespace, "name": base, "overload": overload}
+            return build(OperatorName, values)
     cur = Cursor(text, "parse_operator_name")
     if cur.at_end():
         cur.fail("empty operator name", "Write a name like 'mylib::my_op' or 'mylib::my_op.out'.")

@@ -5,11 +5,14 @@ trips pick the right class. ``str(t)`` prints the type as torch prints it.
 Alias annotations live on the node they were written on (``Tensor(a)[]`` puts
 the alias on the element, ``t[](a!)`` on the list), so printing is a plain
 walk of the tree.
+
+The concrete types are final: hot paths test them with ``type(t) is X``,
+since ``isinstance`` on a pydantic model class goes through its ABCMeta hook.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, final
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
@@ -123,6 +126,7 @@ class _Type(Frozen):
         return self.format()
 
 
+@final
 class BaseType(_Type):
     """A named base type: ``Tensor``, ``int``, ``SymInt``, ``ScalarType``, ..."""
 
@@ -144,6 +148,7 @@ class BaseType(_Type):
         return name + _alias_text(self.alias)
 
 
+@final
 class VarType(_Type):
     """A type variable such as ``t`` or ``tVal`` (any lower-case unknown name)."""
 
@@ -168,6 +173,7 @@ class VarType(_Type):
         return self.name + _alias_text(self.alias)
 
 
+@final
 class ClassType(_Type):
     """A TorchScript class, ``__torch__.torch.classes.ns.Name``."""
 
@@ -189,6 +195,7 @@ class ClassType(_Type):
         return self.qualified_name
 
 
+@final
 class OptionalType(_Type):
     """``T?``."""
 
@@ -199,6 +206,7 @@ class OptionalType(_Type):
         return self.elem.format(style) + "?"
 
 
+@final
 class ListType(_Type):
     """``T[]``, or ``T[N]`` with a fixed size."""
 
@@ -219,6 +227,7 @@ class ListType(_Type):
         return f"{self.elem.format(style)}[{size}]" + _alias_text(self.alias)
 
 
+@final
 class TupleType(_Type):
     """``(A, B, ...)``."""
 
@@ -229,6 +238,7 @@ class TupleType(_Type):
         return "(" + ", ".join(e.format(style) for e in self.elems) + ")"
 
 
+@final
 class DictType(_Type):
     """``Dict(K, V)``."""
 
@@ -242,6 +252,7 @@ class DictType(_Type):
         return body + _alias_text(self.alias)
 
 
+@final
 class FutureType(_Type):
     """A one-parameter wrapper: ``Future(T)``, ``Await(T)`` or ``RRef(T)``."""
 
@@ -253,6 +264,7 @@ class FutureType(_Type):
         return f"{self.wrapper}({self.elem.format(style)})"
 
 
+@final
 class UnionType(_Type):
     """``Union(A, B, ...)``."""
 

@@ -40,7 +40,8 @@ from customop.schema import (
 )
 from customop.schema._defaults import ENUM_DEFAULTS, SCALAR_TYPE_CODES
 from customop.schema._fastpath import fast_parse
-from customop.schema._parser import _parse_general
+from customop.schema._lexer import Cursor
+from customop.schema._parser import _operator_name, _parse_general, _parse_operator_name
 from customop.schema._type_parser import type_name_problem
 from customop.schema._types import BASE_TYPE_NAMES
 
@@ -78,6 +79,46 @@ def _fast_path_agrees(text: str) -> None:
         assert str(general) == str(fast)
         assert isinstance(general, FunctionSchema)
         assert general.format("source") == fast.format("source")
+
+
+def _name_parsers_agree(text: str) -> None:
+    # parse_operator_name takes a regex shortcut for plain names; the cursor parser
+    # must give the same name, and the shortcut must never accept what it rejects.
+    try:
+        general = _operator_name_only(text)
+    except SchemaParseError:
+        general = None
+    try:
+        quick = _parse_operator_name.__wrapped__(text)
+    except SchemaParseError:
+        quick = None
+    assert quick == general
+
+
+def _operator_name_only(text: str) -> OperatorName:
+    cur = Cursor(text, "parse_operator_name")
+    name = _operator_name(cur)
+    if not cur.at_end():
+        cur.expected("the end of the operator name")
+    return name
+
+
+NAME_PARTS = ["ns", "::", "op", ".", "out", "default", "__x", "_", "1", " ", "é", "a.b", "::x"]
+
+
+@FAST
+@given(st.lists(st.sampled_from(NAME_PARTS), max_size=8).map("".join))
+def test_operator_name_shortcut_agrees_with_the_parser(text: str) -> None:
+    _name_parsers_agree(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["ns::op", "ns::op.out", "ns::op.default", "ns::op.__x", "op", " ns::op", "ns::op.", "é::op"],
+    ids=["plain", "overload", "default", "dunder", "bare", "space", "dot", "unicode"],
+)
+def test_operator_name_shortcut_cases(text: str) -> None:
+    _name_parsers_agree(text)
 
 
 @FAST
