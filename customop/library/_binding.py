@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import inspect
 from typing import Any, Final, NoReturn, final
 
@@ -42,9 +43,13 @@ def binding_error(
     values: tuple[Any, ...],
     extra: tuple[Any, ...],
     api: str,
+    unknown: dict[str, Any] | None = None,
 ) -> NoReturn:
-    """Raise the TypeError for a call whose arguments do not bind to ``schema``."""
+    """Raise the TypeError for a call whose arguments do not bind to ``schema``:
+    surplus positionals (``extra``), unknown keywords, or a missing argument."""
     npos = sum(1 for arg in schema.arguments if not arg.kwarg_only)
+    if unknown:
+        _unknown_keyword(schema, next(iter(unknown)), api)
     if extra:
         raise TypeError(
             f"{api}: takes {npos} positional argument(s) but {npos + len(extra)} were given. "
@@ -59,4 +64,17 @@ def binding_error(
     raise TypeError(
         f"{api}: missing required argument {missing[0].name!r} ({where}, {missing[0].type}). "
         f"The schema is {schema}. Pass a value for it."
+    )
+
+
+def _unknown_keyword(schema: FunctionSchema, keyword: str, api: str) -> NoReturn:
+    names = [arg.name for arg in schema.arguments]
+    close = difflib.get_close_matches(keyword, names, n=1, cutoff=0.6)
+    fix = (
+        f"Did you mean {close[0]!r}?"
+        if close
+        else f"Pass only the schema's arguments: {', '.join(names) or 'none'}."
+    )
+    raise TypeError(
+        f"{api}: got an unexpected keyword argument {keyword!r}. The schema is {schema}. {fix}"
     )

@@ -2,19 +2,21 @@
 
 NOTE: why generated code. A generic ``op(*args, **kwargs)`` has to pack the
 arguments, walk the schema and look kernels up on every call. Instead each
-operator gets a real Python function (rendered from `_TEMPLATE`, compiled
-once, shown in tracebacks as ``<customop generated ns::op>``) that binds
-arguments the way Python binds any call, then:
+operator gets a real Python function (rendered from `_FAST`, compiled once
+per signature shape, shown in tracebacks as ``<customop generated ns::op>``)
+that binds arguments the way Python binds any call, then:
 
-* fast path: if the global registration epoch is the one its one-entry cache
-  was filled under, and every argument has the same type as then, call the
-  cached kernel directly. One global read, one identity test per argument.
-* slow path (`CallSite.slow`): check every argument against the schema, ask
-  the dispatcher for the kernel (thread-local keys included), refill the cache
+* fast path: if its one-entry cache is filled (the epoch clock empties it on
+  every registration change), was filled under the context's include/exclude
+  keys, and every argument has the same type as then (a list: the same item
+  types too), call the cached kernel directly. One ContextVar read and one
+  identity test per argument.
+* slow path (`CallSite.slow`): explain binding errors, check every argument
+  against the schema, ask the dispatcher for the kernel, refill the cache
   when caching is allowed, and call.
 
-Ops whose arguments cannot be checked by type alone (lists, tuples, dicts,
-varargs) always take the slow path: a list's type says nothing of its items.
+Ops whose arguments cannot be checked by their types alone (Literal choices,
+tuples, dicts, optional or fixed-size lists) always take the slow path.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import linecache
 from collections.abc import Callable
 from functools import partial
 from types import CodeType, FunctionType
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from customop.dispatch import DispatchKeySet, OperatorHandle, epoch
 from customop.dispatch._local import LOCAL_KEYS
@@ -32,10 +34,17 @@ from customop.exceptions import RegistrationError
 from customop.library._binding import MISSING, binding_error
 from customop.library._checks import Check, argument_type_error, value_check
 from customop.library._debug import debug_state
-from customop.schema import Argument, BaseType, FunctionSchema, OptionalType
+from customop.schema import Argument, BaseType, FunctionSchema, ListType, OptionalType
 from customop.tensor import dtype_from_code
 
-__all__ = ["CallSite", "can_generate", "compile_call", "python_default", "type_checkable"]
+__all__ = [
+    "CallSite",
+    "can_generate",
+    "compile_call",
+    "items_checkable",
+    "python_default",
+    "type_checkable",
+]
 
 _local_get: Final = LOCAL_KEYS.get
 _SINGLE: Final = frozenset({"tensor", "optional"})
@@ -45,8 +54,15 @@ _TYPE_CHECKABLE: Final = frozenset(
 
 
 def type_checkable(tp: object) -> bool:
-    inner = tp.elem if isinstance(tp, OptionalType) else tp
-    return isinstance(inner, BaseType) and inner.name in _TYPE_CHECKABLE
+    """Whether a value's type alone decides its check (``T``, ``T?``)."""
+    inner = tp.elem if type(tp) is OptionalType else tp
+    return type(inner) is BaseType and inner.name in _TYPE_CHECKABLE
+
+
+def items_checkable(tp: object) -> bool:
+    """Whether the types of a list's items decide its check: ``T[]`` (no fixed
+    size, which also takes a bare value) of a type-checkable ``T``."""
+    return type(tp) is ListType and tp.size is None and type_checkable(tp.elem)
 
 
 class CallSite:
@@ -60,6 +76,7 @@ class CallSite:
         "guard",
         "handle",
         "keywords",
+        "lists",
         "npos",
         "required",
         "schema",
@@ -82,22 +99,37 @@ class CallSite:
         for index, check in (value_checks or {}).items():
             checks[index] = check
         self.checks = tuple(checks)
+        arguments = schema.arguments
         # Type identity proves an argument valid only if its check looks at the type
-        # alone: not for lists (their items) nor for value checks (Literal choices).
-        self.fast = not value_checks and all(type_checkable(a.type) for a in schema.arguments)
-        self.npos = sum(1 for arg in schema.arguments if not arg.kwarg_only)
-        self.keywords = tuple(arg.name for arg in schema.arguments if arg.kwarg_only)
-        self.required = tuple(i for i, arg in enumerate(schema.arguments) if arg.default is None)
-        self.tensors = tuple(i for i, kind in schema.tensor_argument_positions if kind in _SINGLE)
+        # alone, or for a list at its items' types: not for value checks (Literal
+        # choices), nor for optional or fixed-size lists, tuples and dicts.
+        #: Indices of the list arguments whose items' types the cache keeps too.
+        self.lists = tuple(i for i, a in enumerate(arguments) if items_checkable(a.type))
+        self.fast = not value_checks and all(
+            type_checkable(a.type) or i in self.lists for i, a in enumerate(arguments)
+        )
+        self.npos = sum(1 for arg in arguments if not arg.kwarg_only)
+        self.keywords = tuple(arg.name for arg in arguments if arg.kwarg_only)
+        self.required = tuple(i for i, arg in enumerate(arguments) if arg.default is None)
+        #: (index, is a list) of each argument that carries tensors.
+        self.tensors = tuple(
+            (i, kind not in _SINGLE) for i, kind in schema.tensor_argument_positions
+        )
         self.static_keys = handle.dispatcher._backends.fast
-        # [epoch token, local keys, type of each argument..., kernel]; a fresh
-        # object never matches, so the first call takes the slow path.
-        self.cache: list[Any] = [object()] * (len(schema.arguments) + 3)
+        # [local keys, type of each argument..., kernel, item types of each list
+        # in `lists`...], replaced whole by the slow path (calls read it once, so
+        # never half of one fill and half of another) and emptied by the epoch
+        # clock on every registration change. The empty cache's first entry
+        # never matches, so the first call takes the slow path.
+        self.cache: list[Any] = _EMPTY
         #: Raises when the owner may no longer call (e.g. a replaced @custom_op).
         self.guard: Callable[[], None] | None = None
 
-    def kernel(self, values: tuple[Any, ...]) -> tuple[Callable[..., Any], bool]:
-        """The kernel for these arguments now, and whether it may be cached."""
+    def clear_cache(self) -> None:
+        self.cache = _EMPTY
+
+    def kernel(self, values: tuple[Any, ...]) -> Callable[..., Any]:
+        """The kernel for these arguments now; fills the cache when it may."""
         token = epoch.token  # read first: a change meanwhile leaves a stale token behind
         table, mask, extract = self.handle._state
         local = _local_get()
@@ -106,19 +138,24 @@ class CallSite:
         fn, boxed = table[bits.bit_length() - 1]
         if boxed:
             fn = partial(fn, self.handle, DispatchKeySet.from_bits(bits))
-        # NOTE: the cache is keyed on the context's include/exclude keys too (the
-        # tuple object, by identity: one ContextVar read per call), so calls inside
-        # `include_keys` blocks, e.g. under FakeTensorMode, keep the fast path.
+        if self.fast and self._static(values):
+            # NOTE: the cache is keyed on the context's include/exclude keys too (the
+            # tuple object, by identity: one ContextVar read per call), so calls inside
+            # `include_keys` blocks, e.g. under FakeTensorMode, keep the fast path.
+            items = [tuple(map(type, values[i])) for i in self.lists]
+            epoch.fill(token, self, [local, *map(type, values), fn, *items])
+        return fn
+
+    def _static(self, values: tuple[Any, ...]) -> bool:
         # An array type whose keys depend on the instance (a torch tensor's device)
         # is not in the static-keys table: its type alone cannot pick the kernel.
         static = self.static_keys
-        cacheable = not debug_state.blocks and all(
-            values[i] is None or type(values[i]) in static for i in self.tensors
-        )
-        if cacheable:
-            self.cache[0] = token
-            self.cache[1] = local
-        return fn, cacheable
+        for index, is_list in self.tensors:
+            value = values[index]
+            items = value if is_list else (value,)
+            if not all(item is None or type(item) in static for item in items):
+                return False
+        return not debug_state.blocks
 
     def check_schema(self) -> None:
         if self.guard is not None:
@@ -132,10 +169,15 @@ class CallSite:
                 f"{self.schema.name.name if self.schema.name else ''})."
             )
 
-    def slow(self, values: tuple[Any, ...], extra: tuple[Any, ...] = ()) -> Any:
+    def slow(
+        self,
+        values: tuple[Any, ...],
+        extra: tuple[Any, ...] = (),
+        unknown: dict[str, Any] | None = None,
+    ) -> Any:
         """Everything the fast path skips: binding errors, checks, kernel lookup."""
-        if extra:
-            binding_error(self.schema, values, extra, self.api)
+        if extra or unknown:
+            binding_error(self.schema, values, extra, self.api, unknown)
         for index in self.required:
             if values[index] is MISSING:
                 binding_error(self.schema, values, extra, self.api)
@@ -144,11 +186,7 @@ class CallSite:
         for index, check in enumerate(self.checks):
             if not check(values[index]):
                 argument_type_error(self.schema, index, values[index], self.api, check)
-        fn, cacheable = self.kernel(values)
-        if cacheable:
-            cache = self.cache
-            cache[2:-1] = [type(value) for value in values]
-            cache[-1] = fn
+        fn = self.kernel(values)
         if debug_state.active:
             return debug_state.run(self.schema, fn, *self.split(values))
         if not self.keywords:
@@ -161,52 +199,73 @@ class CallSite:
         return values[:npos], dict(zip(self.keywords, values[npos:], strict=True))
 
 
+_EMPTY: Final[list[Any]] = [object()]  # matches no local-keys tuple
+
 _FAST = """\
 def {function}({params}):
     _co_c = _co_site.cache
     if {fast_test}:
         return _co_c[{kernel_index}]({call_args})
-    return _co_site.slow(({values}), _co_extra)
+    return _co_site.slow(({values}), _co_extra, _co_unknown)
 """
 
 _SLOW = """\
 def {function}({params}):
-    return _co_site.slow(({values}), _co_extra)
+    return _co_site.slow(({values}), _co_extra, _co_unknown)
 """
 
-# Compiled templates by signature shape: compile() costs ~40 µs, renaming the
-# parameters of a compiled template (CodeType.replace) ~1.5 µs.
-_TEMPLATES: dict[tuple[int, int, bool, bool], CodeType] = {}
+
+class _Shape(NamedTuple):
+    """What a call function's code depends on, besides the parameter names."""
+
+    nargs: int  # parameters
+    npos: int  # of which positional
+    lists: tuple[int, ...]  # lists whose item types the fast path compares
+    fast: bool
+    method: bool  # a leading instance parameter
 
 
-def _render(names: list[str], npos: int, fast: bool, method: bool, function: str) -> str:
-    # Every parameter has a default (the schema's, or the MISSING sentinel) and
-    # surplus positionals are collected, so a missing or surplus argument
-    # reaches `CallSite.slow`, which explains it against the schema. On the fast
-    # path MISSING costs nothing: its type never matches a cached argument type.
-    # NOTE: no **kwargs catch-all: CPython allocates its dict on every call
-    # (~50 ns, a third of the wrapper floor). An unknown keyword gets Python's
-    # own TypeError, which names the op (the code's qualname) and the keyword.
+# Compiled templates by shape: compile() costs ~40 µs, renaming the parameters
+# of a compiled template (CodeType.replace) ~1.5 µs.
+_TEMPLATES: dict[_Shape, CodeType] = {}
+
+
+def _render(names: list[str], shape: _Shape, function: str) -> str:
+    npos, lists, fast, method = shape.npos, shape.lists, shape.fast, shape.method
+    # Every parameter has a default (the schema's, or the MISSING sentinel), and
+    # surplus positionals and unknown keywords are collected, so a missing,
+    # surplus or unknown argument reaches `CallSite.slow`, which explains it
+    # against the schema. On the fast path MISSING costs nothing: its type never
+    # matches a cached argument type.
+    # NOTE: the **_co_unknown dict costs ~25 ns per call (CPython allocates it
+    # even when empty); the fast path pays for it by not reading the epoch
+    # token: the epoch clock empties filled caches when it advances instead.
     params = (["_co_self"] if method else []) + names[:npos] + ["*_co_extra", *names[npos:]]
-    tests = ["not _co_extra", "_co_c[0] is _co_epoch.token", "_co_c[1] is _co_local()"]
-    tests += [f"_co_type({name}) is _co_c[{i + 2}]" for i, name in enumerate(names)]
+    params.append("**_co_unknown")
+    tests = ["not _co_extra", "not _co_unknown", "_co_c[0] is _co_local()"]
+    tests += [f"_co_type({name}) is _co_c[{i + 1}]" for i, name in enumerate(names)]
+    # After the list's own type matched: it is a list or tuple, so map() is safe.
+    first = len(names) + 2
+    tests += [
+        f"_co_tuple(_co_map(_co_type, {names[i]})) == _co_c[{first + j}]"
+        for j, i in enumerate(lists)
+    ]
     call_args = names[:npos] + [f"{name}={name}" for name in names[npos:]]
     return (_FAST if fast else _SLOW).format(
         function=function,
         params=", ".join(params),
         fast_test=" and ".join(tests),
-        kernel_index=len(names) + 2,
+        kernel_index=len(names) + 1,
         call_args=", ".join(call_args),
         values=", ".join(names) + "," if names else "",
     )
 
 
-def _template(npos: int, nkw: int, fast: bool, method: bool) -> CodeType:
-    shape = (npos, nkw, fast, method)
+def _template(shape: _Shape) -> CodeType:
     code = _TEMPLATES.get(shape)
     if code is None:
-        placeholders = [f"_co_a{i}" for i in range(npos + nkw)]
-        module = compile(_render(placeholders, npos, fast, method, "_co_f"), "<customop>", "exec")
+        placeholders = [f"_co_a{i}" for i in range(shape.nargs)]
+        module = compile(_render(placeholders, shape, "_co_f"), "<customop>", "exec")
         code = next(c for c in module.co_consts if isinstance(c, CodeType))
         _TEMPLATES[shape] = code
     return code
@@ -239,10 +298,10 @@ def compile_call(site: CallSite, *, method: bool) -> Callable[..., Any]:
     schema = site.schema
     names = [arg.name for arg in schema.arguments]
     npos = site.npos
-    fast = site.fast
     function = "__call__" if method else "call"
     filename = f"<customop generated {schema.name}>"
-    template = _template(npos, len(names) - npos, fast, method)
+    shape = _Shape(len(names), npos, site.lists, site.fast, method)
+    template = _template(shape)
     renames = {f"_co_a{i}": name for i, name in enumerate(names)}
     code = template.replace(
         co_varnames=tuple(renames.get(v, v) for v in template.co_varnames),
@@ -252,13 +311,19 @@ def compile_call(site: CallSite, *, method: bool) -> Callable[..., Any]:
         co_qualname=str(schema.name),  # Python's own binding errors name the op
         co_filename=filename,
     )
-    namespace = {"_co_site": site, "_co_epoch": epoch, "_co_type": type, "_co_local": _local_get}
+    namespace = {
+        "_co_site": site,
+        "_co_type": type,
+        "_co_local": _local_get,
+        "_co_tuple": tuple,
+        "_co_map": map,
+    }
     defaults = [MISSING if a.default is None else python_default(a) for a in schema.arguments]
     fn = FunctionType(code, namespace, function, tuple(defaults[:npos]) or None)
     fn.__kwdefaults__ = dict(zip(names[npos:], defaults[npos:], strict=True)) or None
     # A 1-tuple is linecache's lazy entry: the source is rendered only if a
     # traceback or debugger asks for it.
-    linecache.cache[filename] = (partial(_render, names, npos, fast, method, function),)
+    linecache.cache[filename] = (partial(_render, names, shape, function),)
     return fn
 
 

@@ -9,20 +9,19 @@ would check the undecorated function.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
-
-from customop.dispatch import Dispatcher, RegistrationHandle
+from customop.dispatch import Dispatcher, OperatorHandle, RegistrationHandle
 from customop.dispatch._global import dispatcher as default_dispatcher
 from customop.dispatch._kernel import caller_source
 from customop.exceptions import RegistrationError
-from customop.library._callgen import CallSite
 from customop.library._checks import Check
 from customop.library._hooks import device_keys, register_fake_on, register_kernel_on
 from customop.library._library import Library
+from customop.library._options import CustomOpOptions, check_mutates_against, make_options
 from customop.library._overload import OpOverload, bind_overload
 from customop.schema import (
     Choices,
@@ -39,57 +38,6 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-class CustomOpOptions(BaseModel):
-    """The options of ``@custom_op``, checked before anything is registered."""
-
-    # defer_build: compiled at the first @custom_op, not at `import customop`.
-    model_config = ConfigDict(
-        frozen=True, extra="forbid", arbitrary_types_allowed=True, defer_build=True
-    )
-
-    name: str
-    mutates_args: tuple[str, ...] | MutatesArgs
-    device_types: tuple[str, ...] | None = None
-    schema_text: str | None = None
-    tags: tuple[str, ...] = ()
-
-    @field_validator("name")
-    @classmethod
-    def _check_name(cls, name: str) -> str:
-        parsed = parse_operator_name(name)
-        if not parsed.namespace or parsed.overload:
-            raise ValueError(
-                f"name {name!r} must be 'namespace::name' (no overload). The namespace keeps "
-                "libraries apart. Write e.g. 'mylib::my_op'."
-            )
-        return name
-
-    @field_validator("mutates_args", mode="before")
-    @classmethod
-    def _check_mutates(cls, value: object) -> object:
-        if isinstance(value, str) and not isinstance(value, MutatesArgs):
-            raise ValueError(
-                f"mutates_args={value!r} is a string. It names the mutated parameters. "
-                "Pass a sequence of names, e.g. [" + repr(value) + "], or MutatesArgs.UNKNOWN."
-            )
-        return value
-
-    @field_validator("device_types", mode="before")
-    @classmethod
-    def _one_device(cls, value: object) -> object:
-        return (value,) if isinstance(value, str) else value
-
-
-def _options(**values: Any) -> CustomOpOptions:
-    try:
-        return CustomOpOptions(**values)
-    except ValidationError as error:
-        item = error.errors(include_url=False)[0]
-        field = ".".join(str(p) for p in item["loc"])
-        message = item["msg"].removeprefix("Value error, ")
-        raise ValueError(f"custom_op: option {field!r}: {message}") from None
-
-
 class CustomOpDef(Generic[P, R]):
     """An operator made by ``@custom_op``: call it like the function it was made from.
 
@@ -98,29 +46,48 @@ class CustomOpDef(Generic[P, R]):
     definition; calling a replaced one raises, naming the new definition.
     """
 
-    _site: CallSite
-
     def __init__(
         self,
         options: CustomOpOptions,
         fn: Callable[P, R],
         schema: FunctionSchema,
         library: Library,
-        overload: OpOverload,
+        *,
+        handle: OperatorHandle,
+        checks: dict[int, Check],
+        source: str,
     ) -> None:
         self.options = options
         self._fn = fn
         self._schema = schema
         self._library = library
-        self._op = overload
+        self._handle = handle
+        self._checks = checks
+        self._op: OpOverload | None = None
         self._replaced_by: str | None = None
-        self.source = caller_source()
+        self.source = source
         self.__doc__ = fn.__doc__
         self.__name__ = getattr(fn, "__name__", options.name)
         self.__wrapped__ = fn
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
-        return self._op(*args, **kwargs)  # type: ignore[no-any-return]
+        # NOTE: call code is built on the first call, not at registration: it
+        # costs more than the registration itself, and many ops of a library
+        # are never called in a given process. `_specialize` moves this object
+        # to a class of its own whose __call__ is the op's generated code (it
+        # ignores its instance argument), so later calls cost what op.op(x) does.
+        return self._specialize()(*args, **kwargs)  # type: ignore[no-any-return]
+
+    def _specialize(self) -> Callable[..., Any]:
+        overload = self.op
+        if overload._site is None:  # no generated code: the OpOverload's generic path
+            return overload
+        with _bind_lock:
+            if type(self) is CustomOpDef:
+                call = type(overload).__call__
+                namespace = {"__call__": call}
+                self.__class__ = type(f"CustomOpDef[{self.name}]", (CustomOpDef,), namespace)
+        return self.__call__
 
     @property
     def name(self) -> str:
@@ -133,7 +100,17 @@ class CustomOpDef(Generic[P, R]):
     @property
     def op(self) -> OpOverload:
         """The `OpOverload` (also ``customop.ops.<ns>.<name>.default``)."""
-        return self._op
+        overload = self._op
+        if overload is None:
+            self._guard()  # a replaced definition never binds the new one's schema
+            with _bind_lock:
+                overload = self._op
+                if overload is None:
+                    overload = bind_overload(self._handle, self.name, self._checks, self._schema)
+                    if overload._site is not None:
+                        overload._site.guard = self._guard
+                    self._op = overload
+        return overload
 
     @property
     def dispatcher(self) -> Dispatcher:
@@ -173,7 +150,7 @@ class CustomOpDef(Generic[P, R]):
         self._guard()
 
         def register(kernel: Callable[P, R]) -> RegistrationHandle:
-            return register_kernel_on(self._library, self._op, device_types, kernel)
+            return register_kernel_on(self._library, self._handle, device_types, kernel)
 
         return register if fn is None else register(fn)
 
@@ -190,7 +167,7 @@ class CustomOpDef(Generic[P, R]):
         self._guard()
 
         def register(fake: Callable[P, R]) -> RegistrationHandle:
-            return register_fake_on(self._library, self._op, fake)
+            return register_fake_on(self._library, self._handle, fake)
 
         return register if fn is None else register(fn)
 
@@ -202,6 +179,8 @@ class CustomOpDef(Generic[P, R]):
 # (dispatcher id, name) -> the live definition, so a redefinition can replace it.
 _live: dict[tuple[int, str], CustomOpDef[Any, Any]] = {}
 _live_lock = threading.Lock()
+# Guards the one-time binding of a definition's OpOverload and call code.
+_bind_lock = threading.Lock()
 
 
 def _choice_checks(schema: FunctionSchema, choices: dict[str, Choices]) -> dict[int, Check]:
@@ -242,35 +221,42 @@ def _enum_kernel(
         kwargs = {k: member(v, enums[k]) if k in enums else v for k, v in kwargs.items()}
         return fn(*args, **kwargs)
 
-    kernel.__wrapped__ = fn  # type: ignore[attr-defined]
+    functools.update_wrapper(kernel, fn)  # dumps name the user's function, not this wrapper
     return kernel
 
 
-def _check_mutates_against(schema: FunctionSchema, options: CustomOpOptions) -> None:
-    """An explicit schema and ``mutates_args`` must say the same (torch checks this too)."""
-    if isinstance(options.mutates_args, MutatesArgs):
-        return
-    written = set(schema.mutated_arguments)
-    if written != set(options.mutates_args):
+def _explicit_schema(options: CustomOpOptions, text: str) -> FunctionSchema:
+    """``schema=`` text: ``(args) -> returns``, or the same with the op's own name."""
+    text = text.strip()
+    if text.startswith("("):
+        return parse_schema(options.name + text)
+    schema = parse_schema(text)
+    if schema.name != parse_operator_name(options.name):
         raise ValueError(
-            f"custom_op: {options.name!r}: mutates_args={sorted(options.mutates_args)!r} but the "
-            f"schema writes {sorted(written)!r}. The schema's (a!) annotations are what callers "
-            "and tracing rely on. Make mutates_args name exactly the arguments the schema writes."
+            f"custom_op: {options.name!r}: schema={text!r} names the operator "
+            f"{str(schema.name)!r}. The op's name comes from the first argument. Write the "
+            "schema without a name, as in '(Tensor x) -> Tensor'."
         )
+    return schema
+
+
+def _schema_of(
+    options: CustomOpOptions, fn: Callable[..., Any]
+) -> tuple[FunctionSchema, dict[str, Choices]]:
+    if options.schema_text is not None:
+        schema = _explicit_schema(options, options.schema_text)
+        check_mutates_against(schema, options)
+        return schema, {}
+    details = infer_schema_details(fn, mutates_args=options.mutates_args, op_name=options.name)
+    return details.schema, dict(details.choices)
 
 
 def _define(
     options: CustomOpOptions, fn: Callable[P, R], dispatcher: Dispatcher
 ) -> CustomOpDef[P, R]:
-    if options.schema_text is not None:
-        schema = parse_schema(options.name + options.schema_text.strip())
-        choices: dict[str, Choices] = {}
-        _check_mutates_against(schema, options)
-    else:
-        details = infer_schema_details(fn, mutates_args=options.mutates_args, op_name=options.name)
-        schema, choices = details.schema, dict(details.choices)
+    schema, choices = _schema_of(options, fn)
     keys = device_keys(dispatcher, options.device_types, "custom_op")
-    ns = schema.namespace
+    source = caller_source()
     key = (id(dispatcher), options.name)
     with _live_lock:
         old = _live.get(key)
@@ -282,28 +268,22 @@ def _define(
                 "or remove the other definition first."
             )
         if old is not None:
-            old._replaced_by = caller_source()
+            old._replaced_by = source
             old._library.close()
-        library = Library(ns, "FRAGMENT", dispatcher=dispatcher)
+        library = Library(schema.namespace, "FRAGMENT", dispatcher=dispatcher, source=source)
         try:
-            library.define(schema, tags=options.tags)
+            library.define(schema, tags=options.tags, source=source)
             body = _enum_kernel(fn, schema, choices)
             for dispatch_key in keys:
-                library.impl(schema.name.name, body, dispatch_key)  # type: ignore[union-attr]
+                library.impl(schema.name.name, body, dispatch_key, source=source)  # type: ignore[union-attr]
         except BaseException:
             library.close()
             raise
         handle = dispatcher.find_schema_or_throw(options.name)
-        overload = bind_overload(handle, options.name, _choice_checks(schema, choices))
-        # Calls skip a layer: the def's own class gets the overload's generated
-        # __call__ (it ignores its instance argument), so op(x) costs what op.op(x) does.
-        cls: type[CustomOpDef[P, R]] = CustomOpDef
-        if overload._site is not None:
-            call = type(overload).__call__
-            cls = type(f"CustomOpDef[{options.name}]", (CustomOpDef,), {"__call__": call})
-        definition = cls(options, fn, schema, library, overload)
-        if overload._site is not None:
-            overload._site.guard = definition._guard
+        checks = _choice_checks(schema, choices)
+        definition = CustomOpDef(
+            options, fn, schema, library, handle=handle, checks=checks, source=source
+        )
         _live[key] = definition
     return definition
 
@@ -357,7 +337,7 @@ def custom_op(
     # NOTE: decorator-or-call, as in torch: `custom_op(name, fn, ...)` defines
     # now; `@custom_op(name, ...)` returns the decorator. The @overload pair
     # above gives mypy the right type for each form.
-    options = _options(
+    options = make_options(
         name=name,
         mutates_args=mutates_args,
         device_types=device_types,

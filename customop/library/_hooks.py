@@ -14,7 +14,6 @@ from customop.tensor._backends import BUILTIN_DEVICES
 
 if TYPE_CHECKING:
     from customop.library._library import Library
-    from customop.library._overload import OpOverload
 
 __all__ = [
     "device_keys",
@@ -84,7 +83,10 @@ def _handle_of(op: object, dispatcher: Dispatcher, api: str) -> OperatorHandle:
 
 
 def register_kernel_on(
-    library: Library, op: OpOverload, device_types: str | Sequence[str], fn: Callable[..., Any]
+    library: Library,
+    op: OperatorHandle,
+    device_types: str | Sequence[str],
+    fn: Callable[..., Any],
 ) -> RegistrationHandle:
     """A kernel for ``op`` on each device type, owned by ``library``."""
     api = f"{op.name}.register_kernel"
@@ -95,8 +97,9 @@ def register_kernel_on(
 
 
 def register_fake_on(
-    library: Library, op: OpOverload, fn: Callable[..., Any]
+    library: Library, op: OperatorHandle, fn: Callable[..., Any]
 ) -> RegistrationHandle:
+    """The fake impl of ``op``, owned by ``library``, its signature checked now."""
     api = f"{op.name}.register_fake"
     check_signature(fn, op.schema, api, "fake impl")
     return library.impl(str(op.name), remember_fake_impl(fn, str(op.name)), DispatchKey.Fake)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import weakref
 from collections.abc import Callable
 from types import TracebackType
@@ -40,6 +41,7 @@ class Library:
         dispatch_key: KeyLike | None = None,
         *,
         dispatcher: Dispatcher | None = None,
+        source: str | None = None,
     ) -> None:
         self.dispatcher = default_dispatcher if dispatcher is None else dispatcher
         if kind not in ("DEF", "IMPL", "FRAGMENT"):
@@ -55,7 +57,7 @@ class Library:
         self.kind = kind
         self.dispatch_key = key
         self._handles: list[RegistrationHandle] = []
-        self._handles.append(self.dispatcher.register_library(ns, kind))
+        self._handles.append(self.dispatcher.register_library(ns, kind, source=source))
         self._finalizer = weakref.finalize(self, _close_all, self._handles)
 
     # -- registrations ---------------------------------------------------------------
@@ -73,9 +75,17 @@ class Library:
         return qualified
 
     def define(
-        self, schema: str | FunctionSchema, *, tags: tuple[str, ...] = ()
+        self,
+        schema: str | FunctionSchema,
+        *,
+        tags: tuple[str, ...] = (),
+        source: str | None = None,
     ) -> RegistrationHandle:
-        """Define an operator: ``"add(Tensor x, Tensor y) -> Tensor"`` (namespace optional)."""
+        """Define an operator: ``"add(Tensor x, Tensor y) -> Tensor"`` (namespace optional).
+
+        ``source`` (``file.py:42``) is where the def is reported to come from;
+        by default the calling user code.
+        """
         api = "Library.define"
         self._check_open(api)
         if self.kind == "IMPL":
@@ -94,7 +104,7 @@ class Library:
             parsed = parsed.model_copy(update={"name": self._qualify(str(parsed.name), api)})
         else:
             self._qualify(str(parsed.name), api)
-        handle = self.dispatcher.register_def(parsed, tags=tags)
+        handle = self.dispatcher.register_def(parsed, tags=tags, source=source)
         self._handles.append(handle)
         return handle
 
@@ -105,12 +115,14 @@ class Library:
         dispatch_key: KeyLike | None = None,
         *,
         with_keyset: bool = False,
+        source: str | None = None,
     ) -> RegistrationHandle:
         """Register ``fn`` as the kernel of op ``name`` for ``dispatch_key``.
 
         The key defaults to the library's own (IMPL libraries), else the
         catch-all CompositeImplicitAutograd. With ``with_keyset=True`` the
         kernel is called as ``fn(keyset, *args, **kwargs)``, to redispatch.
+        ``source`` is as for `define`.
         """
         api = "Library.impl"
         self._check_open(api)
@@ -119,7 +131,7 @@ class Library:
         kernel: Callable[..., Any] = fn
         if with_keyset:
             kernel = _keyset_kernel(fn)
-        handle = self.dispatcher.register_impl(op, key, kernel, boxed=with_keyset)
+        handle = self.dispatcher.register_impl(op, key, kernel, boxed=with_keyset, source=source)
         self._handles.append(handle)
         return handle
 
@@ -177,7 +189,8 @@ def _keyset_kernel(fn: Callable[..., Any]) -> Callable[..., Any]:
     def kernel(op: object, keyset: DispatchKeySet, *args: Any, **kwargs: Any) -> Any:
         return fn(keyset, *args, **kwargs)
 
-    kernel.__wrapped__ = fn  # type: ignore[attr-defined]
+    # Dumps and errors name kernels by __name__: show the user's, not this wrapper's.
+    functools.update_wrapper(kernel, fn)
     return kernel
 
 

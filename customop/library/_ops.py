@@ -167,13 +167,18 @@ class _PacketSite(CallSite):
         self.packet = packet
         self.overload = overload
 
-    def slow(self, values: tuple[Any, ...], extra: tuple[Any, ...] = ()) -> Any:
+    def slow(
+        self,
+        values: tuple[Any, ...],
+        extra: tuple[Any, ...] = (),
+        unknown: dict[str, Any] | None = None,
+    ) -> Any:
         if self.packet._current_single() is self.overload:
-            return super().slow(values, extra)
+            return super().slow(values, extra, unknown)
         # The packet gained or lost overloads: resolve this call like any other.
         self.packet.__class__ = OpOverloadPacket
         args, kwargs = self.split(values)
-        given = {k: v for k, v in kwargs.items() if v is not MISSING}
+        given = {k: v for k, v in kwargs.items() if v is not MISSING} | (unknown or {})
         positional = tuple(v for v in args if v is not MISSING) + extra
         return self.packet._resolve(positional, given)
 

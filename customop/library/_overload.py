@@ -124,13 +124,16 @@ def _unmangled(name: str, names: set[str]) -> str:
 
 
 def bind_overload(
-    handle: OperatorHandle, api: str = "", value_checks: dict[int, Check] | None = None
+    handle: OperatorHandle,
+    api: str = "",
+    value_checks: dict[int, Check] | None = None,
+    schema: FunctionSchema | None = None,
 ) -> OpOverload:
-    """An `OpOverload` of ``handle``'s current schema, with its generated ``__call__``.
-
-    ``value_checks`` replace the type checks of some arguments (by index).
+    """An `OpOverload` of ``schema`` (default: ``handle``'s current one), with its
+    generated ``__call__``. ``value_checks`` replace the type checks of some
+    arguments (by index).
     """
-    schema = handle.schema
+    schema = handle.schema if schema is None else schema
     if not can_generate(schema):
         return OpOverload(handle, schema, None)
     is_tensor = is_tensor_check(handle.dispatcher)

@@ -156,12 +156,34 @@ def test_too_many_arguments(every: OpOverload) -> None:
     )
 
 
-def test_unknown_keyword_gets_pythons_message_naming_the_op(every: OpOverload) -> None:
-    # Explaining it against the schema would need a **kwargs catch-all: a dict
-    # allocated on every call (see _callgen). Python's message names op and keyword.
+def test_unknown_keyword_names_the_schema_and_a_close_match(every: OpOverload) -> None:
     with pytest.raises(TypeError) as excinfo:
         _call(every, sclae=2.0)
-    assert str(excinfo.value) == "mylib::every() got an unexpected keyword argument 'sclae'"
+    assert str(excinfo.value) == (
+        "ops.mylib.every.default: got an unexpected keyword argument 'sclae'. "
+        f"The schema is {SCHEMA}. Did you mean 'scale'?"
+    )
+
+
+def test_unknown_keyword_without_a_close_match_lists_the_arguments(
+    dispatcher: Dispatcher, ops: Ops
+) -> None:
+    with Library("kw", "DEF", dispatcher=dispatcher) as lib:
+        lib.define("f(Tensor x, *, int n=1) -> Tensor")
+        lib.impl("f", lambda x, n=1: x, "CPU")
+        with pytest.raises(TypeError) as excinfo:
+            ops.kw.f(np.ones(1), zzz=3)
+    assert str(excinfo.value) == (
+        "ops.kw.f.default: got an unexpected keyword argument 'zzz'. The schema is "
+        "kw::f(Tensor x, *, int n=1) -> Tensor. Pass only the schema's arguments: x, n."
+    )
+
+
+def test_unknown_keyword_after_the_fast_path_was_filled(every: OpOverload) -> None:
+    _call(every)
+    _call(every)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'extra'"):
+        _call(every, extra=1)
 
 
 def test_fast_path_still_checks_after_caching(dispatcher: Dispatcher, ops: Ops) -> None:
@@ -175,3 +197,93 @@ def test_fast_path_still_checks_after_caching(dispatcher: Dispatcher, ops: Ops) 
             op(np.ones(1), 2.5)
         with pytest.raises(TypeError, match="missing required argument 'n'"):
             op(np.ones(1))
+
+
+@pytest.fixture
+def lists(dispatcher: Dispatcher, ops: Ops) -> Iterator[OpOverload]:
+    with Library("lists", "DEF", dispatcher=dispatcher) as lib:
+        lib.define("cat(Tensor[] xs, int[] sizes, *, bool flag=False) -> Tensor")
+        lib.impl("cat", lambda xs, sizes, flag=False: (len(xs), list(sizes), flag), "CPU")
+        yield ops.lists.cat.default
+
+
+def _slow_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    from customop.library._callgen import CallSite
+
+    calls: list[int] = []
+    slow = CallSite.slow
+
+    def counting(self: CallSite, *args: Any) -> Any:
+        calls.append(1)
+        return slow(self, *args)
+
+    monkeypatch.setattr(CallSite, "slow", counting)
+    return calls
+
+
+def test_list_arguments_take_the_fast_path(
+    lists: OpOverload, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    slow = _slow_calls(monkeypatch)
+    x = np.zeros(1)
+    for _ in range(3):
+        assert lists([x, x], [1, 2], flag=True) == (2, [1, 2], True)
+    assert len(slow) == 1  # the first call filled the cache
+    assert lists((x, x), [1, 2]) == (2, [1, 2], False)  # a tuple: another type
+    assert len(slow) == 2
+
+
+@pytest.mark.parametrize(
+    ("xs", "sizes", "message"),
+    [
+        ([np.zeros(1), 3], [1, 2], "argument 'xs'"),
+        ([np.zeros(1), np.zeros(1)], [1, 2.5], "argument 'sizes'"),
+        ([np.zeros(1), np.zeros(1)], [1, True], "argument 'sizes'"),
+        ([np.zeros(1)], 3, "argument 'sizes'"),
+    ],
+    ids=["non-tensor-item", "float-in-int-list", "bool-in-int-list", "not-a-list"],
+)
+def test_fast_path_still_checks_list_items(
+    lists: OpOverload, xs: list[Any], sizes: Any, message: str
+) -> None:
+    x = np.zeros(1)
+    lists([x, x], [1, 2])
+    lists([x, x], [1, 2])  # now cached
+    with pytest.raises(TypeError, match=message):
+        lists(xs, sizes)
+
+
+def test_list_mutated_between_calls_is_checked_again(lists: OpOverload) -> None:
+    x = np.zeros(1)
+    xs = [x, x]
+    lists(xs, [1])
+    lists(xs, [1])
+    xs[1] = "not a tensor"
+    with pytest.raises(TypeError, match="argument 'xs'"):
+        lists(xs, [1])
+
+
+def test_list_length_may_change(lists: OpOverload) -> None:
+    x = np.zeros(1)
+    assert lists([x], [1])[0] == 1
+    assert lists([x, x, x], [1, 2, 3]) == (3, [1, 2, 3], False)
+
+
+def test_registration_empties_filled_caches(
+    dispatcher: Dispatcher, ops: Ops, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with Library("fill", "DEF", dispatcher=dispatcher) as lib:
+        lib.define("f(Tensor x) -> Tensor")
+        lib.impl("f", lambda x: "cpu", "CPU")
+        op = ops.fill.f.default
+        x = np.zeros(1)
+        slow = _slow_calls(monkeypatch)
+        assert op(x) == op(x) == "cpu"
+        assert len(slow) == 1
+        with Library("fill", "IMPL", "CPU", dispatcher=dispatcher) as override:
+            with pytest.warns(Warning, match="overrid"):
+                override.impl("f", lambda x: "override")
+            assert op(x) == "override"  # not the cached kernel
+            assert len(slow) == 2
+        assert op(x) == "cpu"
+        assert len(slow) == 3
