@@ -26,7 +26,14 @@ from customop.schema import (
 )
 from customop.tensor import SymInt
 
-__all__ = ["Check", "argument_type_error", "is_tensor_check", "value_check"]
+__all__ = [
+    "Check",
+    "argument_type_error",
+    "attach_value_checks",
+    "attached_value_checks",
+    "is_tensor_check",
+    "value_check",
+]
 
 Check = Callable[[object], bool]
 
@@ -205,3 +212,28 @@ def is_tensor_check(dispatcher: Dispatcher) -> Callable[[object], bool]:
         return type(value) in fast or registry.lookup(type(value)) is not None
 
     return is_tensor
+
+
+# Checks a definer attached to a schema (the Literal and Enum choices of a
+# @custom_op), by schema object, so that every way of calling the op applies
+# them: the CustomOpDef, ops.<ns>.<name> and its overloads. A redefinition
+# makes a new schema object, which has none until its definer attaches them.
+_ATTACHED: dict[int, tuple[FunctionSchema, dict[int, Check]]] = {}
+
+
+def attach_value_checks(schema: FunctionSchema, checks: dict[int, Check]) -> Callable[[], None]:
+    """Make calls of ``schema`` use ``checks`` (by argument index); returns the undo."""
+    key = id(schema)
+    _ATTACHED[key] = (schema, checks)  # keeps schema alive, so the id stays its own
+
+    def detach() -> None:
+        found = _ATTACHED.get(key)
+        if found is not None and found[0] is schema:
+            del _ATTACHED[key]
+
+    return detach
+
+
+def attached_value_checks(schema: FunctionSchema) -> dict[int, Check] | None:
+    found = _ATTACHED.get(id(schema))
+    return found[1] if found is not None and found[0] is schema else None

@@ -18,7 +18,7 @@ from customop.dispatch import Dispatcher, OperatorHandle, RegistrationHandle
 from customop.dispatch._global import dispatcher as default_dispatcher
 from customop.dispatch._kernel import caller_source
 from customop.exceptions import RegistrationError
-from customop.library._checks import Check
+from customop.library._checks import Check, attach_value_checks
 from customop.library._hooks import device_keys, register_fake_on, register_kernel_on
 from customop.library._library import Library
 from customop.library._options import CustomOpOptions, check_mutates_against, make_options
@@ -54,7 +54,6 @@ class CustomOpDef(Generic[P, R]):
         library: Library,
         *,
         handle: OperatorHandle,
-        checks: dict[int, Check],
         source: str,
     ) -> None:
         self.options = options
@@ -62,7 +61,6 @@ class CustomOpDef(Generic[P, R]):
         self._schema = schema
         self._library = library
         self._handle = handle
-        self._checks = checks
         self._op: OpOverload | None = None
         self._replaced_by: str | None = None
         self.source = source
@@ -106,7 +104,7 @@ class CustomOpDef(Generic[P, R]):
             with _bind_lock:
                 overload = self._op
                 if overload is None:
-                    overload = bind_overload(self._handle, self.name, self._checks, self._schema)
+                    overload = bind_overload(self._handle, self.name, schema=self._schema)
                     if overload._site is not None:
                         overload._site.guard = self._guard
                     self._op = overload
@@ -225,6 +223,11 @@ def _enum_kernel(
     return kernel
 
 
+def _detaching(detach: Callable[[], None]) -> RegistrationHandle:
+    # Closed with the op's library (a redefinition closes it): the checks go too.
+    return RegistrationHandle(detach, description="value checks", source="")
+
+
 def _explicit_schema(options: CustomOpOptions, text: str) -> FunctionSchema:
     """``schema=`` text: ``(args) -> returns``, or the same with the op's own name."""
     text = text.strip()
@@ -281,9 +284,9 @@ def _define(
             raise
         handle = dispatcher.find_schema_or_throw(options.name)
         checks = _choice_checks(schema, choices)
-        definition = CustomOpDef(
-            options, fn, schema, library, handle=handle, checks=checks, source=source
-        )
+        if checks:
+            library._adopt(_detaching(attach_value_checks(schema, checks)))
+        definition = CustomOpDef(options, fn, schema, library, handle=handle, source=source)
         _live[key] = definition
     return definition
 

@@ -153,6 +153,10 @@ class Library:
 
     # -- lifetime --------------------------------------------------------------------
 
+    def _adopt(self, handle: RegistrationHandle) -> None:
+        """Remove ``handle``'s registration when this library closes (for front-ends)."""
+        self._handles.append(handle)
+
     @property
     def closed(self) -> bool:
         return not self._finalizer.alive

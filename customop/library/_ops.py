@@ -82,7 +82,13 @@ class OpOverloadPacket:
     def overload(self, overload: str) -> OpOverload:
         """The `OpOverload` named ``overload`` (``"default"`` for the unnamed one)."""
         cached = self._overloads.get(overload)
-        if cached is not None and cached.is_current:
+        # The very def it was bound for: a redefinition with an equal schema may
+        # still differ in what it checks (a @custom_op's Literal choices).
+        if (
+            cached is not None
+            and cached.handle.has_schema
+            and cached.handle.schema is cached.schema
+        ):
             return cached
         text = f"{self.name}.{overload}" if overload != "default" else self.name
         handle = self._dispatcher.find_op(text)

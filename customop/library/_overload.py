@@ -14,7 +14,7 @@ from customop.dispatch import Dispatcher, DispatchKeySet, OperatorHandle
 from customop.exceptions import RegistrationError
 from customop.library._binding import python_signature
 from customop.library._callgen import CallSite, can_generate, compile_call, python_default
-from customop.library._checks import Check, is_tensor_check
+from customop.library._checks import Check, attached_value_checks, is_tensor_check
 from customop.library._resolve import choose_overload
 from customop.schema import FunctionSchema, OperatorName
 
@@ -131,9 +131,11 @@ def bind_overload(
 ) -> OpOverload:
     """An `OpOverload` of ``schema`` (default: ``handle``'s current one), with its
     generated ``__call__``. ``value_checks`` replace the type checks of some
-    arguments (by index).
+    arguments (by index); by default those attached to the schema, if any.
     """
     schema = handle.schema if schema is None else schema
+    if value_checks is None:
+        value_checks = attached_value_checks(schema)
     if not can_generate(schema):
         return OpOverload(handle, schema, None)
     is_tensor = is_tensor_check(handle.dispatcher)

@@ -288,3 +288,86 @@ def test_free_register_kernel_on_a_custom_op_belongs_to_it(dispatcher: Dispatche
     # The kernel went with the old definition: the new one has no CPU kernel.
     with pytest.raises(NotImplementedError):
         owned2(np.ones(1), 2)
+
+
+def test_choices_hold_through_every_way_of_calling(dispatcher: Dispatcher, ops: Ops) -> None:
+    seen: list[object] = []
+
+    @custom_op("mylib::pool2", mutates_args=(), dispatcher=dispatcher)
+    def pool2(x: np.ndarray, mode: Mode = Mode.SUM, how: Literal["a", "b"] = "a") -> np.ndarray:
+        seen.append((mode, how))
+        return x
+
+    x = np.ones(2)
+    for call in (pool2, pool2.op, ops.mylib.pool2, ops.mylib.pool2.default):
+        call(x, Mode.MEAN, "b")
+        call(x, "mean")
+        with pytest.raises(TypeError, match="expects one of 'sum', 'mean', got str 'max'"):
+            call(x, "max")
+        with pytest.raises(TypeError, match="expects one of 'a', 'b', got str 'c'"):
+            call(x, Mode.SUM, "c")
+    assert seen == [(Mode.MEAN, "b"), (Mode.MEAN, "a")] * 4
+
+
+def test_redefinition_drops_the_old_choices(dispatcher: Dispatcher, ops: Ops) -> None:
+    @custom_op("mylib::pick", mutates_args=(), dispatcher=dispatcher)
+    def pick(x: np.ndarray, how: Literal["a", "b"] = "a") -> np.ndarray:
+        return x + (how == "c")
+
+    with pytest.raises(TypeError, match="expects one of"):
+        ops.mylib.pick(np.ones(1), "c")
+
+    @custom_op("mylib::pick", mutates_args=(), dispatcher=dispatcher)
+    def pick2(x: np.ndarray, how: str = "a") -> np.ndarray:
+        return x + (how == "c")
+
+    np.testing.assert_array_equal(ops.mylib.pick(np.ones(1), "c"), [2.0])
+
+
+def test_schema_text_may_name_the_op_itself(dispatcher: Dispatcher) -> None:
+    op = custom_op(
+        "mylib::named",
+        lambda x: x,
+        mutates_args=(),
+        schema="mylib::named(Tensor x) -> Tensor",
+        dispatcher=dispatcher,
+    )
+    assert str(op.schema) == "mylib::named(Tensor x) -> Tensor"
+    with pytest.raises(ValueError, match="names the operator 'mylib::other'") as excinfo:
+        custom_op(
+            "mylib::named2",
+            lambda x: x,
+            mutates_args=(),
+            schema="mylib::other(Tensor x) -> Tensor",
+            dispatcher=dispatcher,
+        )
+    assert "Write the schema without a name, as in '(Tensor x) -> Tensor'" in str(excinfo.value)
+    assert dispatcher.find_op("mylib::named2") is None
+
+
+def test_call_code_is_built_on_first_call(dispatcher: Dispatcher) -> None:
+    @custom_op("mylib::lazy", mutates_args=(), dispatcher=dispatcher)
+    def lazy(x: np.ndarray) -> np.ndarray:
+        return x + 1
+
+    assert type(lazy) is CustomOpDef  # nothing generated at registration
+    first = lazy.op
+    np.testing.assert_array_equal(lazy(np.zeros(1)), [1.0])
+    assert type(lazy) is not CustomOpDef and isinstance(lazy, CustomOpDef)
+    assert lazy.op is first
+    np.testing.assert_array_equal(lazy(np.zeros(1)), [1.0])
+
+
+def test_replaced_before_its_first_call(dispatcher: Dispatcher) -> None:
+    @custom_op("mylib::early", mutates_args=(), dispatcher=dispatcher)
+    def early(x: np.ndarray) -> np.ndarray:
+        return x
+
+    @custom_op("mylib::early", mutates_args=(), dispatcher=dispatcher)
+    def early2(x: np.ndarray) -> np.ndarray:
+        return x * 2
+
+    for use in (lambda: early(np.ones(1)), lambda: early.op):
+        with pytest.raises(RegistrationError, match="was replaced by a newer one"):
+            use()
+    np.testing.assert_array_equal(early2(np.ones(1)), [2.0])

@@ -112,14 +112,16 @@ def test_impl_without_def_is_a_dangling_impl(dispatcher: Dispatcher) -> None:
 def test_with_keyset_passes_the_keys(dispatcher: Dispatcher, ops: Ops) -> None:
     seen: list[DispatchKeySet] = []
 
-    def kernel(keyset: DispatchKeySet, x: np.ndarray) -> np.ndarray:
+    def noting_keys(keyset: DispatchKeySet, x: np.ndarray) -> np.ndarray:
         seen.append(keyset)
         return x
 
     with Library("mylib", "DEF", dispatcher=dispatcher) as lib:
         lib.define("f(Tensor x) -> Tensor")
-        lib.impl("f", kernel, "CPU", with_keyset=True)
+        lib.impl("f", noting_keys, "CPU", with_keyset=True)
         ops.mylib.f(np.zeros(1))
+        # Dumps name the user's kernel, not the wrapper that drops the op argument.
+        assert "CPU: noting_keys at test_library.py:" in dispatcher.dump("mylib::f")
     assert DispatchKey.CPU in seen[0]
 
 
