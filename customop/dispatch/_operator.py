@@ -64,7 +64,7 @@ class OperatorHandle:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         table, mask, extract = self._state
-        included, kept = _local_get()
+        included, kept, _ = _local_get()
         bits = (extract(args, kwargs) | included) & kept & mask
         # An empty set gives index -1: the table's last slot, which reports the error.
         fn, boxed = table[bits.bit_length() - 1]
@@ -89,7 +89,7 @@ class OperatorHandle:
     def dispatch_keyset(self, *args: Any, **kwargs: Any) -> DispatchKeySet:
         """The keys a call with these arguments dispatches on; the highest one runs."""
         _, mask, extract = self._state
-        included, kept = _local_get()
+        included, kept, _ = _local_get()
         return keyset_from_bits((extract(args, kwargs) | included) & kept & mask)
 
     def table_entry(self, key: DispatchKey | str) -> TableEntry:
@@ -106,7 +106,7 @@ def missing_kernel(
 ) -> NoReturn:
     """The table's entry for keys with no kernel: raises `MissingKernelError`."""
     entry = op._entry
-    included, kept = _local_get()
+    included, kept, _ = _local_get()
     call_keys = keyset_from_bits((entry.extract(args, kwargs) | included) & kept)
     raise missing_kernel_error(entry.dispatcher, op, keyset, call_keys)
 

@@ -72,8 +72,8 @@ class CustomOpDef(Generic[P, R]):
         # NOTE: call code is built on the first call, not at registration: it
         # costs more than the registration itself, and many ops of a library
         # are never called in a given process. `_specialize` moves this object
-        # to a class of its own whose __call__ is the op's generated code (it
-        # ignores its instance argument), so later calls cost what op.op(x) does.
+        # to a class of its own whose __call__ is the op's generated code (a
+        # staticmethod), so later calls cost what op.op(x) does.
         return self._specialize()(*args, **kwargs)  # type: ignore[no-any-return]
 
     def _specialize(self) -> Callable[..., Any]:
@@ -82,8 +82,7 @@ class CustomOpDef(Generic[P, R]):
             return overload
         with _bind_lock:
             if type(self) is CustomOpDef:
-                call = type(overload).__call__
-                namespace = {"__call__": call}
+                namespace = {"__call__": vars(type(overload))["__call__"]}  # the staticmethod
                 self.__class__ = type(f"CustomOpDef[{self.name}]", (CustomOpDef,), namespace)
         return self.__call__
 

@@ -134,8 +134,8 @@ class OpOverloadPacket:
         if site is None or getattr(type(self), "_specialized_for", None) is single:
             return
         packet_site = _PacketSite(self, single, site)
-        call = compile_call(packet_site, method=True)
-        namespace = {"__call__": call, "_specialized_for": single}
+        call = compile_call(packet_site)
+        namespace = {"__call__": staticmethod(call), "_specialized_for": single}
         self.__class__ = type(f"OpOverloadPacket[{self.name}]", (OpOverloadPacket,), namespace)
 
     def _resolve(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

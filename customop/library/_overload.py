@@ -140,7 +140,7 @@ def bind_overload(
         return OpOverload(handle, schema, None)
     is_tensor = is_tensor_check(handle.dispatcher)
     site = CallSite(handle, schema, is_tensor, api or str(schema.name), value_checks)
-    call = compile_call(site, method=True)
+    call = staticmethod(compile_call(site))
     cls: type[OpOverload] = type(
         f"OpOverload[{schema.name}]", (OpOverload,), {"__slots__": (), "__call__": call}
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
 
 import numpy as np
@@ -17,6 +18,7 @@ from customop.dispatch import (
     include_keys,
     local_keys,
 )
+from customop.dispatch._local import DEFAULT_LOCAL, local_state
 
 K = DispatchKey
 
@@ -168,3 +170,34 @@ def test_holder_filled_twice_is_emptied_once(dispatcher: Dispatcher) -> None:
         epoch.fill(epoch.token, holder, value)
     dispatcher.register_def("t::op(Tensor x) -> Tensor").remove()
     assert cleared == [holder]
+
+
+def test_local_state_default_only_while_no_context_has_other_keys() -> None:
+    assert local_state.default is DEFAULT_LOCAL
+    with include_keys(K.Fake):
+        assert local_state.default is None
+    gc.collect()
+    assert local_state.default is DEFAULT_LOCAL
+
+
+def test_local_state_waits_for_a_copied_context() -> None:
+    # A task created inside a block keeps the block's keys after it ends.
+    async def main() -> None:
+        release = asyncio.Event()
+
+        async def child() -> tuple[DispatchKeySet, DispatchKeySet]:
+            await release.wait()
+            return local_keys()
+
+        with include_keys(K.Fake):
+            task = asyncio.ensure_future(child())
+            await asyncio.sleep(0)
+        assert local_state.default is None  # the task's context still has Fake
+        release.set()
+        included, _ = await task
+        assert K.Fake in included
+        del task
+
+    asyncio.run(main())
+    gc.collect()
+    assert local_state.default is DEFAULT_LOCAL

@@ -287,3 +287,36 @@ def test_registration_empties_filled_caches(
             assert len(slow) == 2
         assert op(x) == "cpu"
         assert len(slow) == 3
+
+
+def test_fast_path_respects_a_task_that_outlives_its_block(
+    dispatcher: Dispatcher, ops: Ops
+) -> None:
+    import asyncio
+
+    from customop.dispatch import DispatchKey, include_keys
+
+    with Library("ctx", "DEF", dispatcher=dispatcher) as lib:
+        lib.define("f(Tensor x) -> str")
+        lib.impl("f", lambda x: "cpu", "CPU")
+        lib.impl("f", lambda x: "fake", "Fake")
+        op = ops.ctx.f.default
+        x = np.zeros(1)
+
+        async def main() -> list[str]:
+            release = asyncio.Event()
+            seen = [op(x), op(x)]  # the cache now holds the default context's kernel
+
+            async def child() -> str:
+                await release.wait()
+                return str(op(x))
+
+            with include_keys(DispatchKey.Fake):
+                task = asyncio.ensure_future(child())
+                await asyncio.sleep(0)
+            seen += [op(x), op(x)]
+            release.set()
+            seen.append(await task)
+            return seen
+
+        assert asyncio.run(main()) == ["cpu", "cpu", "cpu", "cpu", "fake"]
