@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from typing import Literal, TypeAlias, final
 from weakref import WeakValueDictionary
@@ -44,7 +44,7 @@ from customop.dispatch._registry import (
     coerce_tags,
     op_name,
 )
-from customop.dispatch._table import AFFECTED
+from customop.dispatch._table import affected_keys
 from customop.exceptions import KernelOverrideWarning, RegistrationError
 from customop.schema import FunctionSchema, OperatorName
 
@@ -96,15 +96,26 @@ class Dispatcher(Lookup):
         debug: str = "",
         tags: Iterable[str] = (),
         source: str | None = None,
+        kernels: Mapping[KeyLike, Kernel] | None = None,
     ) -> RegistrationHandle:
         """Define an operator: one def per name and overload. Impls may come before it.
 
         ``source`` is where the registration is reported to come from (errors,
         dumps, the handle); by default the calling user code, as ``file.py:42``.
+        ``kernels`` (``{key: kernel}``) registers the op's first kernels in the
+        same write, so no call ever sees the op without them; the handle then
+        removes them too.
         """
         schema, name = coerce_schema(schema)
         tag_tuple = coerce_tags(tags)
         source = caller_source() if source is None else source
+        api, op = "register_def", str(name)
+        records = [
+            KernelRecord(
+                check_kernel(fn, api), False, self.parse_key(key, api=api), source, debug, op
+            )
+            for key, fn in (kernels or {}).items()
+        ]
         record = Registration(source, debug)
         with self._lock:
             existing = self._entries.get(name)
@@ -114,17 +125,38 @@ class Dispatcher(Lookup):
             entry.set_schema(schema, source, debug, tag_tuple)
             entry.def_count += 1
             entry.def_and_impl_count += 1
-            entry.publish()  # kernels unchanged: only the schema and extractor
+            self._push_impls(entry, records)  # publishes; also with no kernels: the schema
             try:
                 self._announce(entry)
             except BaseException:
+                self._drop_impls(entry, records)
                 self._drop_def(entry, notify=False)
                 raise
             finally:
                 epoch.advance()  # also on failure: the def was briefly visible to calls
-        return RegistrationHandle(
-            partial(self._remove_def, entry, record), description=f"def {name}", source=source
-        )
+        undo = partial(self._remove_def, entry, record, records)
+        return RegistrationHandle(undo, description=f"def {name}", source=source)
+
+    def _push_impls(self, entry: OperatorEntry, records: list[KernelRecord]) -> None:
+        """Push kernels on their stacks (warning of overrides), rebuild, publish."""
+        for record in records:
+            previous = entry.top(record.key)
+            if previous is not None:
+                text = override_warning(
+                    str(entry.name), self.key_name(record.key), previous, record.label
+                )
+                warnings.warn(text, KernelOverrideWarning, stacklevel=user_stacklevel())
+            entry.push(record)
+            entry.def_and_impl_count += 1
+        entry.rebuild_keys(affected_keys(r.key for r in records), self._fallbacks)
+
+    def _drop_impls(self, entry: OperatorEntry, records: list[KernelRecord]) -> None:
+        live = [record for record in reversed(records) if record.alive]
+        for record in live:
+            record.alive = False
+            entry.pop(record)
+            entry.def_and_impl_count -= 1
+        entry.rebuild_keys(affected_keys(r.key for r in live), self._fallbacks)
 
     def _announce(self, entry: OperatorEntry) -> None:
         told: list[OperatorListener] = []
@@ -138,11 +170,14 @@ class Dispatcher(Lookup):
                 _quietly(heard.on_operator_deregistered, entry.handle)
             raise
 
-    def _remove_def(self, entry: OperatorEntry, record: Registration) -> None:
+    def _remove_def(
+        self, entry: OperatorEntry, record: Registration, kernels: list[KernelRecord]
+    ) -> None:
         with self._lock:
             if not record.alive:
                 return
             record.alive = False
+            self._drop_impls(entry, kernels)
             errors = self._drop_def(entry, notify=True)
             epoch.advance()
         if errors:
@@ -205,17 +240,8 @@ class Dispatcher(Lookup):
         source = caller_source() if source is None else source
         record = KernelRecord(kernel, bool(boxed), dispatch_key, source, debug, op=str(name))
         with self._lock:
-            existing = self._entries.get(name)
-            previous = existing.top(dispatch_key) if existing is not None else None
-            if previous is not None:
-                text = override_warning(
-                    str(name), self.key_name(dispatch_key), previous, record.label
-                )
-                warnings.warn(text, KernelOverrideWarning, stacklevel=user_stacklevel())
             entry = self._obtain(name)
-            entry.push(record)
-            entry.def_and_impl_count += 1
-            entry.rebuild_keys(AFFECTED[dispatch_key], self._fallbacks)
+            self._push_impls(entry, [record])
             epoch.advance()
         description = f"impl {name} {self.key_name(dispatch_key)}"
         return RegistrationHandle(
@@ -226,10 +252,7 @@ class Dispatcher(Lookup):
         with self._lock:
             if not record.alive:
                 return
-            record.alive = False
-            entry.pop(record)
-            entry.def_and_impl_count -= 1
-            entry.rebuild_keys(AFFECTED[record.key], self._fallbacks)
+            self._drop_impls(entry, [record])
             self._cleanup(entry)
             epoch.advance()
 

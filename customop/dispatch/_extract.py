@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any, Final, NoReturn, TypeAlias, final
 
 from customop.dispatch._keys import DispatchKey, DispatchKeySet
-from customop.schema import BaseType, FunctionSchema, OptionalType
+from customop.schema import BaseType, FunctionSchema, OptionalType, SchemaType
 
 __all__ = [
     "DEFAULT_BITS",
@@ -159,22 +159,28 @@ def _raise_not_a_tensor(op: str, arg: str, value: object) -> NoReturn:
     )
 
 
-def _is_device(tp: object) -> bool:
-    inner = tp.elem if isinstance(tp, OptionalType) else tp
-    return isinstance(inner, BaseType) and inner.name == "Device"
+def _is_device(tp: SchemaType) -> bool:
+    # Exact type tests: isinstance on a pydantic model class is slow (ABCMeta).
+    inner = tp.elem if type(tp) is OptionalType else tp
+    return type(inner) is BaseType and inner.name == "Device"
 
 
 def make_extractor(schema: FunctionSchema, registry: BackendRegistry, op: str) -> Extractor:
     """Build the function that computes a call's keys for ``schema``."""
-    arguments = schema.arguments
-    tensors = tuple((i, arguments[i].name, kind) for i, kind in schema.tensor_argument_positions)
-    devices = tuple((i, arg.name) for i, arg in enumerate(arguments) if _is_device(arg.type))
+    tensors: list[tuple[int, str, str]] = []
+    devices: list[tuple[int, str]] = []
+    for index, arg in enumerate(schema.arguments):
+        kind = arg.tensor_kind
+        if kind is not None:
+            tensors.append((index, arg.name, kind))
+        elif _is_device(arg.type):
+            devices.append((index, arg.name))
     plain = not devices and all(kind == "tensor" for _, _, kind in tensors)
     if plain and len(tensors) == 1:
         return _single_tensor(tensors[0][0], tensors[0][1], registry, op)
     if plain and len(tensors) == 2:
         return _two_tensors(tensors[0][:2], tensors[1][:2], registry, op)
-    return _general(tensors, devices, registry, op)
+    return _general(tuple(tensors), tuple(devices), registry, op)
 
 
 # NOTE: the extractors below take their per-op constants as keyword-only
@@ -190,12 +196,12 @@ def _single_tensor(index: int, name: str, registry: BackendRegistry, op: str) ->
         *,
         index: int = index,
         name: str = name,
-        fast_get: Callable[[type], int | None] = registry.fast.get,
+        fast: dict[type, int] = registry.fast,
         registry: BackendRegistry = registry,
         op: str = op,
     ) -> int:
         value = args[index] if len(args) > index else kwargs.get(name)
-        bits = fast_get(type(value))
+        bits = fast.get(type(value))
         return bits if bits is not None else registry.resolve(value, op, name)
 
     return extract
@@ -210,7 +216,7 @@ def _two_tensors(
         kwargs: dict[str, Any],
         *,
         tensors: tuple[int, str, int, str] = (*first, *second),
-        fast_get: Callable[[type], int | None] = registry.fast.get,
+        fast: dict[type, int] = registry.fast,
         registry: BackendRegistry = registry,
         op: str = op,
     ) -> int:
@@ -218,10 +224,10 @@ def _two_tensors(
         count = len(args)
         a = args[i] if count > i else kwargs.get(name_i)
         b = args[j] if count > j else kwargs.get(name_j)
-        bits_a = fast_get(type(a))
+        bits_a = fast.get(type(a))
         if bits_a is None:
             bits_a = registry.resolve(a, op, name_i)
-        bits_b = fast_get(type(b))
+        bits_b = fast.get(type(b))
         if bits_b is None:
             bits_b = registry.resolve(b, op, name_j)
         return bits_a | bits_b

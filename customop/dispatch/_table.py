@@ -33,7 +33,7 @@ from typing import Final, Literal, TypeAlias
 from customop.dispatch._kernel import KernelRecord, fallthrough
 from customop.dispatch._keys import DispatchKey
 
-__all__ = ["AFFECTED", "Reason", "compute_entries", "compute_entry"]
+__all__ = ["AFFECTED", "Reason", "affected_keys", "compute_entries", "compute_entry"]
 
 #: Why a table entry holds its kernel (what ``dump_table`` prints in brackets).
 Reason: TypeAlias = Literal[
@@ -74,6 +74,15 @@ def _affected(key: DispatchKey) -> tuple[DispatchKey, ...]:
 
 #: The runtime keys whose entries can change when a kernel on a key comes or goes.
 AFFECTED: Final = {key: _affected(key) for key in DispatchKey}
+
+
+def affected_keys(kernel_keys: Iterable[DispatchKey]) -> tuple[DispatchKey, ...]:
+    """`AFFECTED` of several kernels' keys together, in key order."""
+    found = tuple(kernel_keys)
+    if len(found) == 1:
+        return AFFECTED[found[0]]
+    keys = {key for kernel_key in found for key in AFFECTED[kernel_key]}
+    return tuple(sorted(keys, key=lambda key: key.value))
 
 
 def compute_entry(kernels: Stacks, fallbacks: Fallbacks, key: DispatchKey) -> Choice:

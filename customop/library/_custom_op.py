@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
-from customop.dispatch import Dispatcher, OperatorHandle, RegistrationHandle
+from customop.dispatch import Dispatcher, DispatchKey, OperatorHandle, RegistrationHandle
 from customop.dispatch._global import dispatcher as default_dispatcher
 from customop.dispatch._kernel import caller_source
 from customop.exceptions import RegistrationError
@@ -273,11 +273,10 @@ def _define(
             old._replaced_by = source
             old._library.close()
         library = Library(schema.namespace, "FRAGMENT", dispatcher=dispatcher, source=source)
+        body = _enum_kernel(fn, schema, choices)
         try:
-            library.define(schema, tags=options.tags, source=source)
-            body = _enum_kernel(fn, schema, choices)
-            for dispatch_key in keys:
-                library.impl(schema.name.name, body, dispatch_key, source=source)  # type: ignore[union-attr]
+            kernels: dict[DispatchKey | str, Callable[..., Any]] = {key: body for key in keys}
+            library.define(schema, tags=options.tags, source=source, kernels=kernels)
         except BaseException:
             library.close()
             raise

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import functools
-import weakref
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any, Literal, TypeAlias
 
@@ -58,7 +58,7 @@ class Library:
         self.dispatch_key = key
         self._handles: list[RegistrationHandle] = []
         self._handles.append(self.dispatcher.register_library(ns, kind, source=source))
-        self._finalizer = weakref.finalize(self, _close_all, self._handles)
+        self._closed = False
 
     # -- registrations ---------------------------------------------------------------
 
@@ -80,11 +80,14 @@ class Library:
         *,
         tags: tuple[str, ...] = (),
         source: str | None = None,
+        kernels: Mapping[KeyLike, Callable[..., Any]] | None = None,
     ) -> RegistrationHandle:
         """Define an operator: ``"add(Tensor x, Tensor y) -> Tensor"`` (namespace optional).
 
         ``source`` (``file.py:42``) is where the def is reported to come from;
-        by default the calling user code.
+        by default the calling user code. ``kernels`` (``{key: fn}``) registers
+        the op's first kernels with the def, in one step (see
+        `Dispatcher.register_def`).
         """
         api = "Library.define"
         self._check_open(api)
@@ -104,7 +107,7 @@ class Library:
             parsed = parsed.model_copy(update={"name": self._qualify(str(parsed.name), api)})
         else:
             self._qualify(str(parsed.name), api)
-        handle = self.dispatcher.register_def(parsed, tags=tags, source=source)
+        handle = self.dispatcher.register_def(parsed, tags=tags, source=source, kernels=kernels)
         self._handles.append(handle)
         return handle
 
@@ -159,7 +162,7 @@ class Library:
 
     @property
     def closed(self) -> bool:
-        return not self._finalizer.alive
+        return self._closed
 
     def _check_open(self, api: str) -> None:
         if self.closed:
@@ -170,7 +173,15 @@ class Library:
 
     def close(self) -> None:
         """Remove every registration of this library, newest first (idempotent)."""
-        self._finalizer()
+        self._closed = True
+        _close_all(self._handles)
+
+    def __del__(self) -> None:
+        # Closed when garbage-collected, as torch's Library is. (Not weakref.finalize:
+        # four more objects per library, and a @custom_op makes one library per op.)
+        # At interpreter exit the process is going away: nothing to undo.
+        if not sys.is_finalizing() and not getattr(self, "_closed", True):
+            self.close()
 
     def __enter__(self) -> Library:
         return self

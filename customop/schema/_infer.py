@@ -1,7 +1,8 @@
 """``infer_schema``: a `FunctionSchema` from a function's type hints.
 
-Hints are resolved with ``typing.get_type_hints`` (never ``eval``), so string
-annotations and ``from __future__ import annotations`` work. Each annotation
+Hints are resolved as ``typing.get_type_hints`` resolves them (string annotations
+in the function's globals; see `customop.schema._infer_signature`), so
+``from __future__ import annotations`` works. Each annotation
 is read by `customop.schema._infer_walk` against the tables of
 `customop.schema._infer_table`; this module adds what a whole signature needs:
 parameter kinds, defaults, ``mutates_args``, returns, and the operator name.

@@ -116,17 +116,21 @@ def tensor_kind(tp: SchemaType) -> TensorKind | None:
 
 
 def _outer_alias(tp: SchemaType) -> AliasInfo | None:
-    inner = tp.elem if isinstance(tp, OptionalType) else tp
-    return getattr(inner, "alias", None)
+    inner = tp.elem if type(tp) is OptionalType else tp
+    # Fields live in __dict__; getattr on a type without the field would go
+    # through pydantic's __getattr__ and an AttributeError (slow).
+    alias: AliasInfo | None = inner.__dict__.get("alias")
+    return alias
 
 
 def _writes(tp: SchemaType) -> bool:
-    alias = getattr(tp, "alias", None)
+    """Whether a ``!`` appears anywhere in ``tp``."""
+    fields = tp.__dict__
+    alias = fields.get("alias")
     if alias is not None and alias.is_write:
         return True
-    children = [getattr(tp, f) for f in ("elem", "key", "value") if hasattr(tp, f)]
-    children += list(getattr(tp, "elems", ()))
-    return any(_writes(child) for child in children)
+    children = [fields[name] for name in ("elem", "key", "value") if name in fields]
+    return any(_writes(child) for child in (*children, *fields.get("elems", ())))
 
 
 class Argument(Frozen):

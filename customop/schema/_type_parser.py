@@ -147,8 +147,11 @@ def _height(tp: SchemaType) -> int:
     while stack:
         node, level = stack.pop()
         height = max(height, level)
-        children = [getattr(node, f) for f in ("elem", "key", "value") if hasattr(node, f)]
-        children += getattr(node, "elems", ())
+        # Fields live in __dict__; hasattr on a missing one goes through pydantic's
+        # __getattr__ and an AttributeError (slow, and this runs per parsed type).
+        fields = node.__dict__
+        children = [fields[f] for f in ("elem", "key", "value") if f in fields]
+        children += fields.get("elems", ())
         stack.extend((child, level + 1) for child in children)
     return height
 

@@ -191,3 +191,40 @@ def test_tags_must_be_a_sequence_of_str(dispatcher: Dispatcher, tags: object) ->
     with pytest.raises(TypeError, match=r"^register_def: tag .* is not in a sequence of str\."):
         dispatcher.register_def(SCHEMA, tags=tags)  # type: ignore[arg-type]
     assert dispatcher.snapshot().operators == ()
+
+
+def test_def_with_kernels_is_one_registration(dispatcher: Dispatcher) -> None:
+    seen: list[object] = []
+
+    class Listener:
+        def on_operator_registered(self, op: object) -> None:
+            seen.append(op(np.zeros(1)))  # type: ignore[operator]  # kernels already there
+
+        def on_operator_deregistered(self, op: object) -> None:
+            pass
+
+    dispatcher.add_listener(Listener())
+    handle = dispatcher.register_def(SCHEMA, kernels={"CPU": lambda x: "cpu", "Meta": np.negative})
+    assert seen == ["cpu"]
+    assert _counts(dispatcher) == (1, 3)
+    assert dispatcher.table_entry("t::op", "Fake").reason == "meta kernel"
+    handle.remove()
+    assert _counts(dispatcher) is None
+    handle.remove()  # idempotent
+
+
+@pytest.mark.parametrize(
+    ("kernels", "message"),
+    [
+        ({"Nope": np.negative}, "Nope"),
+        ({"CPU": 3}, "is not callable"),
+    ],
+    ids=["bad-key", "not-callable"],
+)
+def test_def_with_a_bad_kernel_changes_nothing(
+    dispatcher: Dispatcher, kernels: dict[str, object], message: str
+) -> None:
+    with pytest.raises((ValueError, TypeError), match=message):
+        dispatcher.register_def(SCHEMA, kernels=kernels)  # type: ignore[arg-type]
+    assert _counts(dispatcher) is None
+    assert dispatcher.find_op("t::op") is None

@@ -101,6 +101,7 @@ class Action:
     key: str = ""
     name: str = ""
     listener: int = -1
+    kernels: list[tuple[str, str]] = field(default_factory=list)  # a def's (key, name)s
 
 
 @dataclass
@@ -136,17 +137,30 @@ class DispatcherMachine(RuleBasedStateMachine):
         self.counter += 1
         return f"{prefix}{self.counter}"
 
-    @rule(target=handles, op=st.sampled_from(OPS))
-    def define(self, op: str) -> Any:
+    @rule(
+        target=handles,
+        op=st.sampled_from(OPS),
+        keys=st.lists(st.sampled_from(IMPL_KEYS), unique=True, max_size=2),
+    )
+    def define(self, op: str, keys: list[str]) -> Any:
+        # With keys: the def brings its first kernels in the same write.
         schema = f"{op}(Tensor x) -> Tensor"
+        kernels = {key: _kernel(self._name("d")) for key in keys}
         if self.model.defined[op]:
             with pytest.raises(RegistrationError):
-                self.d.register_def(schema)
+                self.d.register_def(schema, kernels=kernels)
             return multiple()
-        handle = self.d.register_def(schema)
+        overridden = [key for key in keys if self.model.kernels[op].get(key)]
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            handle = self.d.register_def(schema, kernels=kernels)
+        assert [w.category for w in caught] == [KernelOverrideWarning] * len(overridden)
         self.model.defined[op] = True
+        added = [(key, kernel.__name__) for key, kernel in kernels.items()]
+        for key, name in added:
+            self.model.kernels[op].setdefault(key, []).insert(0, name)
         self.model.tell("registered", op)
-        return Action("def", handle, op=op)
+        return Action("def", handle, op=op, kernels=added)
 
     @rule(
         target=handles,
@@ -194,6 +208,11 @@ class DispatcherMachine(RuleBasedStateMachine):
         if action.kind == "def":
             model.tell("deregistered", action.op)
             model.defined[action.op] = False
+            for key, name in action.kernels:
+                stack = model.kernels[action.op][key]
+                stack.remove(name)
+                if not stack:
+                    del model.kernels[action.op][key]
         elif action.kind == "impl":
             stack = model.kernels[action.op][action.key]
             stack.remove(action.name)

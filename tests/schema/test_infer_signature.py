@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from customop.exceptions import SchemaError
 from customop.schema._infer_signature import EMPTY, Param, read_signature, resolve_hints
 
 
@@ -125,3 +126,22 @@ def test_none_reads_as_none_type_without_resolving(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr("typing.get_type_hints", refuse)
     hints = resolve_hints(fn, read_signature(fn), "fn")
     assert hints == {"x": np.ndarray, "out": np.ndarray, "return": type(None)}
+
+
+def test_string_annotations_compile_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # This module's annotations are strings (from __future__ import annotations).
+    def fn(x: np.ndarray, n: int, out: np.ndarray | None = None) -> np.ndarray: ...
+
+    sig = read_signature(fn)
+    first = resolve_hints(fn, sig, "fn")
+    monkeypatch.setattr("builtins.compile", None)  # a second resolution must not compile
+    assert resolve_hints(fn, sig, "fn") == first
+    assert first["x"] is np.ndarray and first["n"] is int
+    assert first["out"] == np.ndarray | None
+
+
+def test_unresolvable_string_names_the_parameter() -> None:
+    def fn(x: NotDefinedAnywhere) -> None: ...  # type: ignore[name-defined]  # noqa: F821
+
+    with pytest.raises(SchemaError, match=r"parameter 'x' .* is annotated 'NotDefinedAnywhere'"):
+        resolve_hints(fn, read_signature(fn), "fn")
