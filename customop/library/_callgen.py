@@ -341,9 +341,12 @@ def compile_call(site: CallSite) -> Callable[..., Any]:
     defaults = [MISSING if a.default is None else python_default(a) for a in schema.arguments]
     fn = FunctionType(code, namespace, function, tuple(defaults[:npos]) or None)
     fn.__kwdefaults__ = dict(zip(names[npos:], defaults[npos:], strict=True)) or None
-    # A 1-tuple is linecache's lazy entry: the source is rendered only if a
-    # traceback or debugger asks for it.
-    linecache.cache[filename] = (partial(_render, names, shape, function),)
+    # A full entry (size, mtime None, lines, name), which checkcache keeps:
+    # linecache never loads a "<...>" name lazily, so tracebacks would show no
+    # source. Rendering costs a few µs, paid at the first call, not at registration.
+    source = _render(names, shape, function)
+    lines = source.splitlines(keepends=True)
+    linecache.cache[filename] = (len(source), None, lines, filename)
     return fn
 
 

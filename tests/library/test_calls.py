@@ -320,3 +320,22 @@ def test_fast_path_respects_a_task_that_outlives_its_block(
             return seen
 
         assert asyncio.run(main()) == ["cpu", "cpu", "cpu", "cpu", "fake"]
+
+
+def test_tracebacks_show_the_generated_call_code(dispatcher: Dispatcher, ops: Ops) -> None:
+    import traceback
+
+    def boom(x: Any, *, n: int = 1) -> Any:
+        raise ValueError("boom")
+
+    with Library("tb", "DEF", dispatcher=dispatcher) as lib:
+        lib.define("f(Tensor x, *, int n=1) -> Tensor")
+        lib.impl("f", boom, "CPU")
+        op = ops.tb.f.default
+        for _ in range(2):  # the slow path, then the fast one
+            with pytest.raises(ValueError) as excinfo:
+                op(np.zeros(1))
+            frames = traceback.extract_tb(excinfo.value.__traceback__)
+            generated = [f for f in frames if f.filename == "<customop generated tb::f>"]
+            assert generated and generated[0].line
+        assert generated[0].line == "return _co_c[3](x, n=n)"
