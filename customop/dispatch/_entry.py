@@ -72,6 +72,19 @@ def _store(slots: list[Slot], mask: int, keys: tuple[DispatchKey, ...], new: lis
     return mask
 
 
+@final
+class _FirstExtract:
+    """An operator's extractor until its first call builds the real one."""
+
+    __slots__ = ("entry",)
+
+    def __init__(self, entry: OperatorEntry) -> None:
+        self.entry = entry
+
+    def __call__(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
+        return self.entry.built_extractor()(args, kwargs)
+
+
 def _slot(choice: Choice) -> Slot:
     record = choice[0]
     return _MISSING if record is None else record.slot
@@ -140,8 +153,20 @@ class OperatorEntry:
     ) -> None:
         self.schema = schema
         self.def_source, self.def_debug, self.tags = source, debug, tags
-        # Built once per def: tensor positions never change while the schema stands.
-        self.extract = make_extractor(schema, self.dispatcher._backends, str(self.name))
+        # NOTE: the real extractor is built at the first call that needs it, then
+        # kept while the schema stands: building it is a fifth of a def's cost,
+        # and ops made by @custom_op mostly dispatch from their call cache.
+        self.extract = _FirstExtract(self)
+
+    def built_extractor(self) -> Extractor:
+        """The extractor for the current schema, built (and published) if need be."""
+        with self.dispatcher._lock:
+            extract = self.extract
+            if isinstance(extract, _FirstExtract) and self.schema is not None:
+                registry = self.dispatcher._backends
+                extract = self.extract = make_extractor(self.schema, registry, str(self.name))
+                self.publish()
+        return extract
 
     def clear_schema(self) -> None:
         self.schema = None

@@ -88,7 +88,9 @@ def coerce_schema(schema: object) -> tuple[FunctionSchema, OperatorName]:
             "finds operators by name. Write 'namespace::name(...) -> ...'."
         )
     names = [arg.name for arg in schema.arguments]
-    duplicates = sorted({name for name in names if names.count(name) > 1})
+    duplicates = (
+        sorted({n for n in names if names.count(n) > 1}) if len(set(names)) < len(names) else []
+    )
     if duplicates:
         raise RegistrationError(
             f"register_def: schema {str(schema)!r} repeats argument name {duplicates[0]!r}. "

@@ -117,28 +117,33 @@ class CallSite:
         )
         self.static_keys = handle.dispatcher._backends.fast
         #: The generated function's globals; its cache lives there (see `cache`).
-        self.namespace: dict[str, Any] = {"_co_cache": _EMPTY}
+        self.namespace: dict[str, Any] = {"_co_cache": _EMPTY, "_co_older": _EMPTY}
         #: Raises when the owner may no longer call (e.g. a replaced @custom_op).
         self.guard: Callable[[], None] | None = None
 
-    # NOTE: the cache is [local keys, type of each argument..., kernel, item
-    # types of each list in `lists`...]. It lives in the generated function's
-    # globals, where the fast path reads it with one LOAD_GLOBAL (cheaper than
-    # a global plus an attribute), is replaced whole by the slow path (a call
-    # reads it once, so never half of one fill and half of another), and is
-    # emptied by the epoch clock on every registration change. The empty
-    # cache's first entry never matches, so the first call takes the slow path.
+    # NOTE: a cache entry is [local keys, type of each argument..., kernel,
+    # item types of each list in `lists`...]. Two entries, the newest and the
+    # one before, live in the generated function's globals, where the fast path
+    # reads each with one LOAD_GLOBAL (cheaper than a global plus an attribute):
+    # calls that alternate between two sets of argument types (`f(x, 1)`,
+    # `f(x, 0.5)`) stay on the fast path. An entry is replaced whole (a call
+    # reads it once, so never half of one fill and half of another), and the
+    # epoch clock empties both on every registration change. The empty entry's
+    # first item never matches, so the first call takes the slow path.
 
     @property
     def cache(self) -> list[Any]:
+        """The newest entry; setting it keeps the one it replaces as the older."""
         return self.namespace["_co_cache"]  # type: ignore[no-any-return]
 
     @cache.setter
     def cache(self, value: list[Any]) -> None:
-        self.namespace["_co_cache"] = value
+        namespace = self.namespace
+        namespace["_co_older"] = namespace["_co_cache"]
+        namespace["_co_cache"] = value
 
     def clear_cache(self) -> None:
-        self.namespace["_co_cache"] = _EMPTY
+        self.namespace.update(_co_cache=_EMPTY, _co_older=_EMPTY)
 
     def kernel(self, values: tuple[Any, ...]) -> Callable[..., Any]:
         """The kernel for these arguments now; fills the cache when it may."""
@@ -216,6 +221,9 @@ _EMPTY: Final[list[Any]] = [object()]  # matches no local-keys tuple
 _FAST = """\
 def {function}({params}):
     _co_c = _co_cache
+    if {fast_test}:
+        return _co_c[{kernel_index}]({call_args})
+    _co_c = _co_older
     if {fast_test}:
         return _co_c[{kernel_index}]({call_args})
     return _co_site.slow(({values}), _co_extra, _co_unknown)

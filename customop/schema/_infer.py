@@ -186,7 +186,7 @@ def _argument(
         param.kind,
         id(annotation),
         type(default),
-        repr(default),
+        default if default is EMPTY else repr(default),
         listed,
     )
     key += (index,) if numbered else ()

@@ -184,3 +184,18 @@ def test_kwargs_reach_the_kernel(dispatcher: Dispatcher) -> None:
     op = _op(dispatcher, "t::scale(Tensor x, *, float alpha=1.0) -> Tensor")
     dispatcher.register_impl("t::scale", "CPU", lambda x, alpha=1.0: x * alpha)
     assert op(x=np.ones(1), alpha=3.0).tolist() == [3.0]
+
+
+def test_key_extractor_is_built_at_the_first_call(dispatcher: Dispatcher) -> None:
+    from customop.dispatch._entry import _FirstExtract
+
+    dispatcher.register_def("t::lazy(Tensor x, Tensor y) -> Tensor")
+    dispatcher.register_impl("t::lazy", "CPU", lambda x, y: "cpu")
+    op = dispatcher.find_schema_or_throw("t::lazy")
+    assert isinstance(op._state[2], _FirstExtract)  # the def did not build it
+    x = np.zeros(1)
+    assert op(x, x) == "cpu"
+    assert not isinstance(op._state[2], _FirstExtract)  # built once, and published
+    assert op(x, x) == "cpu"
+    with pytest.raises(TypeError, match="argument 'y' is a tensor argument, but got int"):
+        op(x, 3)

@@ -339,3 +339,21 @@ def test_tracebacks_show_the_generated_call_code(dispatcher: Dispatcher, ops: Op
             generated = [f for f in frames if f.filename == "<customop generated tb::f>"]
             assert generated and generated[0].line
         assert generated[0].line == "return _co_c[3](x, n=n)"
+
+
+def test_alternating_argument_types_stay_on_the_fast_path(
+    dispatcher: Dispatcher, ops: Ops, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with Library("alt", "DEF", dispatcher=dispatcher) as lib:
+        lib.define("f(Tensor x, Scalar y) -> Tensor")
+        lib.impl("f", lambda x, y: x + y, "CPU")
+        op = ops.alt.f.default
+        slow = _slow_calls(monkeypatch)
+        x = np.zeros(1)
+        for _ in range(3):
+            assert op(x, 1)[0] == 1.0
+            assert op(x, 0.5)[0] == 0.5
+        assert len(slow) == 2  # one per set of types
+        assert op(x, True)[0] == 1.0  # a third set displaces the older entry
+        assert op(x, 1)[0] == 1.0
+        assert len(slow) == 4
