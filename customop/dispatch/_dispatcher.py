@@ -109,10 +109,10 @@ class Dispatcher(Lookup):
         schema, name = coerce_schema(schema)
         tag_tuple = coerce_tags(tags)
         source = caller_source() if source is None else source
-        api, op = "register_def", str(name)
+        api, text = "register_def", str(name)
         records = [
             KernelRecord(
-                check_kernel(fn, api), False, self.parse_key(key, api=api), source, debug, op
+                check_kernel(fn, api), False, self.parse_key(key, api=api), source, debug, text
             )
             for key, fn in (kernels or {}).items()
         ]
@@ -135,7 +135,7 @@ class Dispatcher(Lookup):
             finally:
                 epoch.advance()  # also on failure: the def was briefly visible to calls
         undo = partial(self._remove_def, entry, record, records)
-        return RegistrationHandle(undo, description=f"def {name}", source=source)
+        return RegistrationHandle(undo, description=f"def {text}", source=source)
 
     def _push_impls(self, entry: OperatorEntry, records: list[KernelRecord]) -> None:
         """Push kernels on their stacks (warning of overrides), rebuild, publish."""

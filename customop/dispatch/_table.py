@@ -33,7 +33,16 @@ from typing import Final, Literal, TypeAlias
 from customop.dispatch._kernel import KernelRecord, fallthrough
 from customop.dispatch._keys import DispatchKey
 
-__all__ = ["AFFECTED", "Reason", "affected_keys", "compute_entries", "compute_entry"]
+__all__ = [
+    "AFFECTED",
+    "Reason",
+    "Source",
+    "affected_keys",
+    "compute_entries",
+    "compute_entry",
+    "plan",
+    "served_by",
+]
 
 #: Why a table entry holds its kernel (what ``dump_table`` prints in brackets).
 Reason: TypeAlias = Literal[
@@ -98,15 +107,28 @@ def compute_entries(
     # (stacks are dropped when emptied) and which keys have fallbacks, so the
     # rules run once per such pattern (`_plan`). A registration then costs a
     # lookup per key: a CompositeExplicitAutograd impl touches 13 keys.
-    plan = _plan(frozenset(kernels), frozenset(fallbacks), tuple(keys))
     choices: list[Choice] = []
-    for source, reason in plan:
-        if source is None:
+    for source, reason in plan(kernels, fallbacks, keys):
+        record = served_by(kernels, fallbacks, source, reason)
+        if record is None:
             choices.append(_MISSING)
-            continue
-        record = fallbacks[source] if reason == "backend fallback" else kernels[source][0]
-        choices.append((record, "fallthrough" if record.fn is fallthrough else reason))
+        else:
+            choices.append((record, "fallthrough" if record.fn is fallthrough else reason))
     return choices
+
+
+def plan(kernels: Stacks, fallbacks: Fallbacks, keys: Iterable[DispatchKey]) -> tuple[Source, ...]:
+    """Where the kernel of each of ``keys`` comes from (see `served_by`)."""
+    return _plan(frozenset(kernels), frozenset(fallbacks), tuple(keys))
+
+
+def served_by(
+    kernels: Stacks, fallbacks: Fallbacks, source: DispatchKey | None, reason: Reason
+) -> KernelRecord | None:
+    """The record a `plan` entry names: a stack's top, a fallback, or None."""
+    if source is None:
+        return None
+    return fallbacks[source] if reason == "backend fallback" else kernels[source][0]
 
 
 #: Where a key's kernel comes from: the top of that key's stack, or, for a

@@ -103,10 +103,11 @@ class Library:
                 f"{api}: schema {str(parsed)!r} has no name. An operator is found by its name. "
                 "Write it as 'name(args) -> returns'."
             )
-        if not parsed.name.namespace:
-            parsed = parsed.model_copy(update={"name": self._qualify(str(parsed.name), api)})
-        else:
-            self._qualify(str(parsed.name), api)
+        name = parsed.name
+        if not name.namespace:
+            parsed = parsed.model_copy(update={"name": self._qualify(str(name), api)})
+        elif name.namespace != self.ns:
+            self._qualify(str(name), api)  # raises, naming both namespaces
         handle = self.dispatcher.register_def(parsed, tags=tags, source=source, kernels=kernels)
         self._handles.append(handle)
         return handle
