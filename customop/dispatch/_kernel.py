@@ -113,11 +113,24 @@ def caller_source() -> str:
     customop; skipping those frames points the source at the user's line.
     """
     frame = sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIRS):
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        shown = _SHOWN.get(filename)
+        if shown is None:
+            shown = _SHOWN[filename] = _shown_name(filename)
+        if shown:
+            return f"{shown}:{frame.f_lineno}"
         frame = frame.f_back  # type: ignore[assignment]
-    if frame is None:
-        return "<unknown>"
-    return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+    return "<unknown>"
+
+
+# co_filename -> its base name, or "" for customop's own files (skipped). Every
+# registration asks, and the answer never changes for a file.
+_SHOWN: dict[str, str] = {}
+
+
+def _shown_name(filename: str) -> str:
+    return "" if filename.startswith(_PACKAGE_DIRS) else os.path.basename(filename)
 
 
 def user_stacklevel() -> int:
