@@ -141,10 +141,12 @@ def torch_registrations() -> dict[str, tuple[Callable[[], None], int]]:
     return {"torch.library.custom_op": (torch_op, 5)}
 
 
-def best_us(makers: dict[str, tuple[Callable[[], None], int]]) -> dict[str, float]:
+def best_us(
+    makers: dict[str, tuple[Callable[[], None], int]], rounds: int = ROUNDS
+) -> dict[str, float]:
     """µs per registration of each kind: its best batch, kinds interleaved."""
     best = dict.fromkeys(makers, float("inf"))
-    for _ in range(ROUNDS):
+    for _ in range(rounds):
         for name, (make, count) in makers.items():
             start = time.perf_counter()
             for _ in range(count):
@@ -157,6 +159,7 @@ def main() -> None:
     # NOTE: customop's registrations are timed twice: first before torch is
     # imported (a customop-only process), then beside torch's own. Importing
     # torch adds ~150k objects that every full garbage collection scans.
+    best_us(customop_registrations(Dispatcher()), rounds=5)  # warm-up, not reported
     alone = best_us(customop_registrations(Dispatcher()))
     timed = {**customop_calls(Dispatcher()), **torch_calls()}
     ns = best_ns(timed)
