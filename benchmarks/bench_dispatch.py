@@ -19,6 +19,14 @@ way, in batches.
 
 from __future__ import annotations
 
+import os
+
+# NOTE: numpy's OpenBLAS starts worker threads that keep spinning on this kind
+# of small shared VM, taking execution resources from the timed thread: they
+# made registrations ~50% slower until torch, which reconfigures them, was
+# imported. Nothing timed here calls BLAS, so one thread is exact.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 import time
 import timeit
 from collections.abc import Callable
@@ -30,14 +38,16 @@ import customop
 from customop import Dispatcher
 from customop.library import Ops
 
-ROUNDS = 25
+ROUNDS = 60
+# A registration round is a few ms; more of them span the machine's slow spells.
+REGISTRATION_ROUNDS = 100
 Timed = dict[str, tuple[Callable[[], object], int]]  # name -> (call, calls per round)
 
 
 def best_ns(timed: Timed) -> dict[str, float]:
     """ns per call of each entry: its best round, minus the timing lambda's own cost."""
     best = dict.fromkeys([*timed, "empty"], float("inf"))
-    entries = {**timed, "empty": ((lambda: None), 50_000)}
+    entries = {**timed, "empty": ((lambda: None), 20_000)}
     for _ in range(ROUNDS):
         for name, (fn, number) in entries.items():
             best[name] = min(best[name], timeit.timeit(fn, number=number) / number * 1e9)
@@ -72,16 +82,16 @@ def customop_calls(d: Dispatcher) -> Timed:
     ys = [x, x]
     handle = d.find_schema_or_throw("bench::f")
     return {
-        "kernel(x, y) directly": (lambda: kernel(x, x), 50_000),
-        "wrapper w(*a, **k) (the floor)": (lambda: wrapper(x, x), 50_000),
-        "CustomOpDef  f(x, y)": (lambda: f(x, x), 50_000),
-        "OpOverload   ops.bench.f.default(x, y)": (lambda: overload(x, x), 50_000),
-        "packet       ops.bench.f(x, y)": (lambda: packet(x, x), 50_000),
+        "kernel(x, y) directly": (lambda: kernel(x, x), 20_000),
+        "wrapper w(*a, **k) (the floor)": (lambda: wrapper(x, x), 20_000),
+        "CustomOpDef  f(x, y)": (lambda: f(x, x), 20_000),
+        "OpOverload   ops.bench.f.default(x, y)": (lambda: overload(x, x), 20_000),
+        "packet       ops.bench.f(x, y)": (lambda: packet(x, x), 20_000),
         "5 args       five(x, [x, x], 3, 2.0, flag=True)": (
             lambda: five(x, ys, 3, 2.0, flag=True),
-            20_000,
+            8_000,
         ),
-        "OperatorHandle (generic *args path)": (lambda: handle(x, x), 20_000),
+        "OperatorHandle (generic *args path)": (lambda: handle(x, x), 8_000),
     }
 
 
@@ -103,8 +113,8 @@ def torch_calls() -> Timed:
     t = torch.zeros(4)
     torch_calls.keep = lib  # type: ignore[attr-defined]  # the library must outlive the timing
     return {
-        "torch.library.custom_op f(x, y)": (lambda: f(t, t), 2_000),
-        "torch Library op (Python kernel)": (lambda: g(t, t), 10_000),
+        "torch.library.custom_op f(x, y)": (lambda: f(t, t), 800),
+        "torch Library op (Python kernel)": (lambda: g(t, t), 4_000),
     }
 
 
@@ -141,8 +151,17 @@ def torch_registrations() -> dict[str, tuple[Callable[[], None], int]]:
     return {"torch.library.custom_op": (torch_op, 5)}
 
 
+def warm_up(makers: dict[str, tuple[Callable[[], None], int]], seconds: float = 2.0) -> None:
+    """Register for a while first: a process's first seconds of work run slower here."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        for make, count in makers.values():
+            for _ in range(count):
+                make()
+
+
 def best_us(
-    makers: dict[str, tuple[Callable[[], None], int]], rounds: int = ROUNDS
+    makers: dict[str, tuple[Callable[[], None], int]], rounds: int = REGISTRATION_ROUNDS
 ) -> dict[str, float]:
     """µs per registration of each kind: its best batch, kinds interleaved."""
     best = dict.fromkeys(makers, float("inf"))
@@ -159,7 +178,7 @@ def main() -> None:
     # NOTE: customop's registrations are timed twice: first before torch is
     # imported (a customop-only process), then beside torch's own. Importing
     # torch adds ~150k objects that every full garbage collection scans.
-    best_us(customop_registrations(Dispatcher()), rounds=5)  # warm-up, not reported
+    warm_up(customop_registrations(Dispatcher()))
     alone = best_us(customop_registrations(Dispatcher()))
     timed = {**customop_calls(Dispatcher()), **torch_calls()}
     ns = best_ns(timed)
