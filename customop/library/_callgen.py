@@ -32,7 +32,12 @@ from customop.dispatch import DispatchKeySet, OperatorHandle, epoch
 from customop.dispatch._local import LOCAL_KEYS, local_state
 from customop.exceptions import RegistrationError
 from customop.library._binding import MISSING, binding_error
-from customop.library._checks import Check, argument_type_error, value_check
+from customop.library._checks import (
+    Check,
+    argument_type_error,
+    attached_value_checks,
+    value_check,
+)
 from customop.library._debug import debug_state
 from customop.schema import Argument, BaseType, FunctionSchema, ListType, OptionalType
 from customop.tensor import dtype_from_code
@@ -74,6 +79,7 @@ class CallSite:
         "fast",
         "guard",
         "handle",
+        "is_tensor",
         "keywords",
         "lists",
         "namespace",
@@ -95,10 +101,8 @@ class CallSite:
         self.handle = handle
         self.schema = schema
         self.api = api
-        checks = [value_check(arg.type, is_tensor) for arg in schema.arguments]
-        for index, check in (value_checks or {}).items():
-            checks[index] = check
-        self.checks = tuple(checks)
+        self.is_tensor = is_tensor
+        self.checks = _checks_for(schema, is_tensor, value_checks)
         arguments = schema.arguments
         # Type identity proves an argument valid only if its check looks at the type
         # alone, or for a list at its items' types: not for value checks (Literal
@@ -178,13 +182,24 @@ class CallSite:
         if self.guard is not None:
             self.guard()
         current = self.handle._entry.schema
-        if current is not self.schema and current is not None and current != self.schema:
+        if current is self.schema or current is None:
+            return
+        if current != self.schema:
             raise RegistrationError(
                 f"{self.api}: this callable was made for {self.schema}, but the operator has "
                 f"been redefined as {current}. A call would bind arguments to the old schema. "
                 f"Look the operator up again (customop.ops.{self.schema.namespace}."
                 f"{self.schema.name.name if self.schema.name else ''})."
             )
+        # Defined anew with the same signature: bind the same way, but check what
+        # the new definition checks (a @custom_op's Literal choices may differ).
+        # This code was compiled for the old checks, so with value checks the
+        # cache never fills again and every call takes the checking slow path.
+        value_checks = attached_value_checks(current)
+        self.schema = current
+        self.checks = _checks_for(current, self.is_tensor, value_checks)
+        if value_checks:
+            self.fast = False
 
     def slow(
         self,
@@ -214,6 +229,16 @@ class CallSite:
     def split(self, values: tuple[Any, ...]) -> tuple[tuple[Any, ...], dict[str, Any]]:
         npos = self.npos
         return values[:npos], dict(zip(self.keywords, values[npos:], strict=True))
+
+
+def _checks_for(
+    schema: FunctionSchema, is_tensor: Check, value_checks: dict[int, Check] | None
+) -> tuple[Check, ...]:
+    """Each argument's check: its type's, or the value check given for its index."""
+    checks = [value_check(arg.type, is_tensor) for arg in schema.arguments]
+    for index, check in (value_checks or {}).items():
+        checks[index] = check
+    return tuple(checks)
 
 
 _EMPTY: Final[list[Any]] = [object()]  # matches no local-keys tuple

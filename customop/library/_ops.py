@@ -166,7 +166,7 @@ class _PacketSite(CallSite):
     __slots__ = ("overload", "packet")
 
     def __init__(self, packet: OpOverloadPacket, overload: OpOverload, site: CallSite) -> None:
-        super().__init__(site.handle, site.schema, _anything, site.api)
+        super().__init__(site.handle, site.schema, site.is_tensor, site.api)
         self.checks = site.checks
         self.fast = site.fast
         self.guard = site.guard
@@ -187,10 +187,6 @@ class _PacketSite(CallSite):
         given = {k: v for k, v in kwargs.items() if v is not MISSING} | (unknown or {})
         positional = tuple(v for v in args if v is not MISSING) + extra
         return self.packet._resolve(positional, given)
-
-
-def _anything(value: object) -> bool:
-    return True
 
 
 class OpNamespace:

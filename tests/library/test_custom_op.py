@@ -316,12 +316,33 @@ def test_redefinition_drops_the_old_choices(dispatcher: Dispatcher, ops: Ops) ->
 
     with pytest.raises(TypeError, match="expects one of"):
         ops.mylib.pick(np.ones(1), "c")
+    kept = ops.mylib.pick.default  # fetched before the redefinition
 
     @custom_op("mylib::pick", mutates_args=(), dispatcher=dispatcher)
     def pick2(x: np.ndarray, how: str = "a") -> np.ndarray:
         return x + (how == "c")
 
     np.testing.assert_array_equal(ops.mylib.pick(np.ones(1), "c"), [2.0])
+    np.testing.assert_array_equal(kept(np.ones(1), "c"), [2.0])  # checks what pick2 checks
+
+
+def test_an_old_overload_takes_up_new_choices(dispatcher: Dispatcher, ops: Ops) -> None:
+    @custom_op("mylib::mode", mutates_args=(), dispatcher=dispatcher)
+    def mode(x: np.ndarray, how: str = "a") -> np.ndarray:
+        return x
+
+    kept = ops.mylib.mode.default
+    for _ in range(2):
+        kept(np.ones(1), "z")  # fills its fast path
+
+    @custom_op("mylib::mode", mutates_args=(), dispatcher=dispatcher)
+    def mode2(x: np.ndarray, how: Literal["a", "b"] = "a") -> np.ndarray:
+        return x
+
+    for _ in range(2):
+        with pytest.raises(TypeError, match="expects one of 'a', 'b', got str 'z'"):
+            kept(np.ones(1), "z")
+        kept(np.ones(1), "b")
 
 
 def test_schema_text_may_name_the_op_itself(dispatcher: Dispatcher) -> None:
