@@ -25,13 +25,14 @@ import keyword
 import linecache
 from collections.abc import Callable
 from functools import partial
-from types import CodeType, FunctionType
-from typing import Any, Final, NamedTuple
+from types import FunctionType
+from typing import Any, Final
 
 from customop.dispatch import DispatchKeySet, OperatorHandle, epoch
 from customop.dispatch._local import LOCAL_KEYS, local_state
 from customop.exceptions import RegistrationError
 from customop.library._binding import MISSING, binding_error
+from customop.library._calltemplate import Shape, named_code
 from customop.library._checks import (
     Check,
     argument_type_error,
@@ -243,80 +244,6 @@ def _checks_for(
 
 _EMPTY: Final[list[Any]] = [object()]  # matches no local-keys tuple
 
-_FAST = """\
-def {function}({params}):
-    _co_c = _co_cache
-    if {fast_test}:
-        return _co_c[{kernel_index}]({call_args})
-    _co_c = _co_older
-    if {fast_test}:
-        return _co_c[{kernel_index}]({call_args})
-    return _co_site.slow(({values}), _co_extra, _co_unknown)
-"""
-
-_SLOW = """\
-def {function}({params}):
-    return _co_site.slow(({values}), _co_extra, _co_unknown)
-"""
-
-
-class _Shape(NamedTuple):
-    """What a call function's code depends on, besides the parameter names."""
-
-    nargs: int  # parameters
-    npos: int  # of which positional
-    lists: tuple[int, ...]  # lists whose item types the fast path compares
-    fast: bool
-
-
-# Compiled templates by shape: compile() costs ~40 µs, renaming the parameters
-# of a compiled template (CodeType.replace) ~1.5 µs.
-_TEMPLATES: dict[_Shape, CodeType] = {}
-
-
-def _render(names: list[str], shape: _Shape, function: str) -> str:
-    npos, lists, fast = shape.npos, shape.lists, shape.fast
-    # Every parameter has a default (the schema's, or the MISSING sentinel), and
-    # surplus positionals and unknown keywords are collected, so a missing,
-    # surplus or unknown argument reaches `CallSite.slow`, which explains it
-    # against the schema. On the fast path MISSING costs nothing: its type never
-    # matches a cached argument type.
-    # NOTE: the **_co_unknown dict costs ~25 ns per call (CPython allocates it
-    # even when empty); the fast path pays for it by not reading the epoch
-    # token: the epoch clock empties filled caches when it advances instead.
-    params = [*names[:npos], "*_co_extra", *names[npos:]]
-    params.append("**_co_unknown")
-    # The cached local keys: first against the state's default (one attribute),
-    # which only holds while no context anywhere has other keys; else read ours.
-    local = "(_co_c[0] is _co_state.default or _co_c[0] is _co_local())"
-    tests = ["not _co_extra", "not _co_unknown", local]
-    tests += [f"_co_type({name}) is _co_c[{i + 1}]" for i, name in enumerate(names)]
-    # After the list's own type matched: it is a list or tuple, so map() is safe.
-    first = len(names) + 2
-    tests += [
-        f"_co_tuple(_co_map(_co_type, {names[i]})) == _co_c[{first + j}]"
-        for j, i in enumerate(lists)
-    ]
-    call_args = names[:npos] + [f"{name}={name}" for name in names[npos:]]
-    return (_FAST if fast else _SLOW).format(
-        function=function,
-        params=", ".join(params),
-        fast_test=" and ".join(tests),
-        kernel_index=len(names) + 1,
-        call_args=", ".join(call_args),
-        values=", ".join(names) + "," if names else "",
-    )
-
-
-def _template(shape: _Shape) -> CodeType:
-    code = _TEMPLATES.get(shape)
-    if code is None:
-        placeholders = [f"_co_a{i}" for i in range(shape.nargs)]
-        module = compile(_render(placeholders, shape, "_co_f"), "<customop>", "exec")
-        code = next(c for c in module.co_consts if isinstance(c, CodeType))
-        _TEMPLATES[shape] = code
-    return code
-
 
 def python_default(arg: Argument) -> Any:
     """The value a kernel gets for an omitted argument: ScalarType codes become dtypes."""
@@ -325,14 +252,6 @@ def python_default(arg: Argument) -> Any:
     if isinstance(inner, BaseType) and inner.name == "ScalarType" and type(value) is int:
         return dtype_from_code(value)
     return value
-
-
-def _renamed(const: object, renames: dict[str, str]) -> object:
-    if isinstance(const, str):
-        return renames.get(const, const)
-    if isinstance(const, tuple):
-        return tuple(_renamed(c, renames) for c in const)
-    return const
 
 
 def compile_call(site: CallSite) -> Callable[..., Any]:
@@ -347,21 +266,13 @@ def compile_call(site: CallSite) -> Callable[..., Any]:
     ns::op>`` so tracebacks and debuggers show it.
     """
     schema = site.schema
-    names = [arg.name for arg in schema.arguments]
+    names = tuple(arg.name for arg in schema.arguments)
     npos = site.npos
-    function = "__call__"
+    shape = Shape(len(names), npos, site.lists, site.fast)
+    named, lines = named_code(shape, names)
     filename = f"<customop generated {schema.name}>"
-    shape = _Shape(len(names), npos, site.lists, site.fast)
-    template = _template(shape)
-    renames = {f"_co_a{i}": name for i, name in enumerate(names)}
-    code = template.replace(
-        co_varnames=tuple(renames.get(v, v) for v in template.co_varnames),
-        # Keyword names of the kernel call (`kernel(x, alpha=alpha)`) are constants.
-        co_consts=tuple(_renamed(c, renames) for c in template.co_consts),
-        co_name=function,
-        co_qualname=str(schema.name),  # Python's own binding errors name the op
-        co_filename=filename,
-    )
+    # Python's own binding errors name the op by the code's qualname.
+    code = named.replace(co_qualname=str(schema.name), co_filename=filename)
     namespace = site.namespace
     namespace.update(
         _co_site=site,
@@ -372,14 +283,11 @@ def compile_call(site: CallSite) -> Callable[..., Any]:
         _co_map=map,
     )
     defaults = [MISSING if a.default is None else python_default(a) for a in schema.arguments]
-    fn = FunctionType(code, namespace, function, tuple(defaults[:npos]) or None)
+    fn = FunctionType(code, namespace, "__call__", tuple(defaults[:npos]) or None)
     fn.__kwdefaults__ = dict(zip(names[npos:], defaults[npos:], strict=True)) or None
     # A full entry (size, mtime None, lines, name), which checkcache keeps:
-    # linecache never loads a "<...>" name lazily, so tracebacks would show no
-    # source. Rendering costs a few µs, paid at the first call, not at registration.
-    source = _render(names, shape, function)
-    lines = source.splitlines(keepends=True)
-    linecache.cache[filename] = (len(source), None, lines, filename)
+    # linecache never loads a "<...>" name lazily, so tracebacks would show no source.
+    linecache.cache[filename] = (sum(map(len, lines)), None, lines, filename)
     return fn
 
 

@@ -1,0 +1,123 @@
+"""The text and code objects of generated call functions (see `_callgen`).
+
+A call function's code depends on the schema only through its shape (how many
+parameters, how many positional, which lists the fast path checks, fast or
+not) and its parameter names. Each shape is compiled once, from `_FAST` or
+`_SLOW` with placeholder names; each set of names is put into a copy of it
+once (`named_code`), and ops with the same parameters share that copy.
+"""
+
+from __future__ import annotations
+
+from types import CodeType
+from typing import Final, NamedTuple
+
+__all__ = ["Shape", "named_code"]
+
+_FAST = """\
+def {function}({params}):
+    _co_c = _co_cache
+    if {fast_test}:
+        return _co_c[{kernel_index}]({call_args})
+    _co_c = _co_older
+    if {fast_test}:
+        return _co_c[{kernel_index}]({call_args})
+    return _co_site.slow(({values}), _co_extra, _co_unknown)
+"""
+
+_SLOW = """\
+def {function}({params}):
+    return _co_site.slow(({values}), _co_extra, _co_unknown)
+"""
+
+
+class Shape(NamedTuple):
+    """What a call function's code depends on, besides the parameter names."""
+
+    nargs: int  # parameters
+    npos: int  # of which positional
+    lists: tuple[int, ...]  # lists whose item types the fast path compares
+    fast: bool
+
+
+# Compiled templates by shape: compile() costs ~40 µs, renaming the parameters
+# of a compiled template (CodeType.replace) ~1.5 µs.
+_TEMPLATES: dict[Shape, CodeType] = {}
+
+
+def _render(names: list[str], shape: Shape, function: str) -> str:
+    npos, lists, fast = shape.npos, shape.lists, shape.fast
+    # Every parameter has a default (the schema's, or the MISSING sentinel), and
+    # surplus positionals and unknown keywords are collected, so a missing,
+    # surplus or unknown argument reaches `CallSite.slow`, which explains it
+    # against the schema. On the fast path MISSING costs nothing: its type never
+    # matches a cached argument type.
+    # NOTE: the **_co_unknown dict costs ~25 ns per call (CPython allocates it
+    # even when empty); the fast path pays for it by not reading the epoch
+    # token: the epoch clock empties filled caches when it advances instead.
+    params = [*names[:npos], "*_co_extra", *names[npos:]]
+    params.append("**_co_unknown")
+    # The cached local keys: first against the state's default (one attribute),
+    # which only holds while no context anywhere has other keys; else read ours.
+    local = "(_co_c[0] is _co_state.default or _co_c[0] is _co_local())"
+    tests = ["not _co_extra", "not _co_unknown", local]
+    tests += [f"_co_type({name}) is _co_c[{i + 1}]" for i, name in enumerate(names)]
+    # After the list's own type matched: it is a list or tuple, so map() is safe.
+    first = len(names) + 2
+    tests += [
+        f"_co_tuple(_co_map(_co_type, {names[i]})) == _co_c[{first + j}]"
+        for j, i in enumerate(lists)
+    ]
+    call_args = names[:npos] + [f"{name}={name}" for name in names[npos:]]
+    return (_FAST if fast else _SLOW).format(
+        function=function,
+        params=", ".join(params),
+        fast_test=" and ".join(tests),
+        kernel_index=len(names) + 1,
+        call_args=", ".join(call_args),
+        values=", ".join(names) + "," if names else "",
+    )
+
+
+def _template(shape: Shape) -> CodeType:
+    code = _TEMPLATES.get(shape)
+    if code is None:
+        placeholders = [f"_co_a{i}" for i in range(shape.nargs)]
+        module = compile(_render(placeholders, shape, "_co_f"), "<customop>", "exec")
+        code = next(c for c in module.co_consts if isinstance(c, CodeType))
+        _TEMPLATES[shape] = code
+    return code
+
+
+def _renamed(const: object, renames: dict[str, str]) -> object:
+    if isinstance(const, str):
+        return renames.get(const, const)
+    if isinstance(const, tuple):
+        return tuple(_renamed(c, renames) for c in const)
+    return const
+
+
+# Templates with an op's parameter names put in, and their source lines, by
+# shape and names: ops with the same parameters share them (bounded: cleared
+# when full, like the inference memos).
+_NAMED: dict[tuple[Shape, tuple[str, ...]], tuple[CodeType, list[str]]] = {}
+_NAMED_LIMIT: Final = 4096
+
+
+def named_code(shape: Shape, names: tuple[str, ...]) -> tuple[CodeType, list[str]]:
+    """The shape's code with ``names`` for its parameters, and its source lines."""
+    found = _NAMED.get((shape, names))
+    if found is None:
+        template = _template(shape)
+        renames = {f"_co_a{i}": name for i, name in enumerate(names)}
+        code = template.replace(
+            co_varnames=tuple(renames.get(v, v) for v in template.co_varnames),
+            # Keyword names of the kernel call (`kernel(x, alpha=alpha)`) are constants.
+            co_consts=tuple(_renamed(c, renames) for c in template.co_consts),
+            co_name="__call__",
+        )
+        lines = _render(list(names), shape, "__call__").splitlines(keepends=True)
+        if len(_NAMED) >= _NAMED_LIMIT:
+            _NAMED.clear()
+        found = _NAMED[(shape, names)] = (code, lines)
+    return found
