@@ -83,7 +83,7 @@ class CustomOpDef(Generic[P, R]):
         with _bind_lock:
             if type(self) is CustomOpDef:
                 namespace = {"__call__": vars(type(overload))["__call__"]}  # the staticmethod
-                self.__class__ = type(f"CustomOpDef[{self.name}]", (CustomOpDef,), namespace)
+                self.__class__ = type(f"CustomOpDef[{self.name}]", (_Specialized,), namespace)
         return self.__call__
 
     @property
@@ -171,6 +171,15 @@ class CustomOpDef(Generic[P, R]):
     def __repr__(self) -> str:
         state = " (replaced)" if self._replaced_by else ""
         return f"<CustomOpDef {self._schema}{state}>"
+
+
+class _Specialized(CustomOpDef[Any, Any]):
+    """The base of the per-op classes `CustomOpDef._specialize` makes."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # Not Generic's bookkeeping (a tenth of an op's first call): a per-op
+        # class adds only its __call__, and is never subscripted.
+        pass
 
 
 # (dispatcher id, name) -> the live definition, so a redefinition can replace it.
