@@ -16,7 +16,7 @@ from customop.dispatch._extract import DEFAULT_BITS, Extractor, make_extractor
 from customop.dispatch._kernel import Kernel, KernelRecord, fallthrough
 from customop.dispatch._keys import FULL_BITS, RUNTIME_KEYS, DispatchKey
 from customop.dispatch._operator import OperatorHandle, missing_kernel, undefined_kernel
-from customop.dispatch._table import Choice, Fallbacks, compute_entry, plan
+from customop.dispatch._table import Choice, Fallbacks, Stacks, compute_entry, plan, served_by
 from customop.schema import FunctionSchema, OperatorName
 
 if TYPE_CHECKING:
@@ -57,9 +57,17 @@ EmptyState: TypeAlias = tuple[tuple[Slot, ...], int]
 def empty_state(fallbacks: Fallbacks) -> EmptyState:
     """What an operator without kernels dispatches to: fallbacks, or nothing."""
     slots = [_MISSING] * (len(RUNTIME_KEYS) + 1)
-    new = [_fallback_slot(fallbacks.get(key)) for key in RUNTIME_KEYS]
-    mask = _store(slots, _FULL_MASK, RUNTIME_KEYS, new)
+    mask = _store(slots, _FULL_MASK, RUNTIME_KEYS, _slots({}, fallbacks, RUNTIME_KEYS))
     return tuple(slots), mask
+
+
+def _slots(kernels: Stacks, fallbacks: Fallbacks, keys: tuple[DispatchKey, ...]) -> list[Slot]:
+    """The table slot of each of ``keys``, as the precedence rules choose it."""
+    slots: list[Slot] = []
+    for source, reason in plan(kernels, fallbacks, keys):
+        record = served_by(kernels, fallbacks, source, reason)
+        slots.append(_MISSING if record is None else record.slot)
+    return slots
 
 
 def _store(slots: list[Slot], mask: int, keys: tuple[DispatchKey, ...], new: list[Slot]) -> int:
@@ -83,10 +91,6 @@ class _FirstExtract:
 
     def __call__(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
         return self.entry.built_extractor()(args, kwargs)
-
-
-def _fallback_slot(fallback: KernelRecord | None) -> Slot:
-    return _MISSING if fallback is None else fallback.slot
 
 
 @final
@@ -177,10 +181,6 @@ class OperatorEntry:
         if not stack:
             del self.kernels[record.key]
 
-    def rebuild(self, fallbacks: Fallbacks) -> None:
-        """Recompute every slot, then publish the new call state."""
-        self.rebuild_keys(RUNTIME_KEYS, fallbacks)
-
     def reset(self, empty: EmptyState) -> None:
         """Take the slots of an operator without kernels (see `empty_state`), and publish."""
         slots, self.mask = empty
@@ -190,17 +190,9 @@ class OperatorEntry:
     def rebuild_keys(self, keys: Iterable[DispatchKey], fallbacks: Fallbacks) -> None:
         """Recompute the slots of ``keys`` (those a change can affect), then publish."""
         keys = tuple(keys)
-        kernels = self.kernels
-        new: list[Slot] = []
-        # `served_by`, inlined: a CompositeExplicitAutograd kernel touches 13 keys.
-        for source, reason in plan(kernels, fallbacks, keys):
-            if source is None:
-                new.append(_MISSING)
-            elif reason == "backend fallback":
-                new.append(fallbacks[source].slot)
-            else:
-                new.append(kernels[source][0].slot)
-        self.mask = _store(self.slots, self.mask, keys, new)
+        if keys:  # a def without kernels changes no slot: it only publishes its schema
+            new = _slots(self.kernels, fallbacks, keys)
+            self.mask = _store(self.slots, self.mask, keys, new)
         self.publish()
 
     def publish(self) -> None:

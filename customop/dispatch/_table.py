@@ -30,15 +30,17 @@ import functools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Final, Literal, TypeAlias
 
-from customop.dispatch._kernel import KernelRecord, fallthrough
+from customop.dispatch._kernel import KernelRecord
 from customop.dispatch._keys import DispatchKey
 
 __all__ = [
     "AFFECTED",
+    "Choice",
+    "Fallbacks",
     "Reason",
     "Source",
+    "Stacks",
     "affected_keys",
-    "compute_entries",
     "compute_entry",
     "plan",
     "served_by",
@@ -96,29 +98,19 @@ def affected_keys(kernel_keys: Iterable[DispatchKey]) -> tuple[DispatchKey, ...]
 
 def compute_entry(kernels: Stacks, fallbacks: Fallbacks, key: DispatchKey) -> Choice:
     """The kernel for runtime ``key`` and the reason, given newest-first stacks and fallbacks."""
-    return compute_entries(kernels, fallbacks, (key,))[0]
-
-
-def compute_entries(
-    kernels: Stacks, fallbacks: Fallbacks, keys: Iterable[DispatchKey]
-) -> list[Choice]:
-    """`compute_entry` for each of ``keys``."""
-    # NOTE: which key's kernel serves depends only on which stacks are non-empty
-    # (stacks are dropped when emptied) and which keys have fallbacks, so the
-    # rules run once per such pattern (`_plan`). A registration then costs a
-    # lookup per key: a CompositeExplicitAutograd impl touches 13 keys.
-    choices: list[Choice] = []
-    for source, reason in plan(kernels, fallbacks, keys):
-        record = served_by(kernels, fallbacks, source, reason)
-        if record is None:
-            choices.append(_MISSING)
-        else:
-            choices.append((record, "fallthrough" if record.fn is fallthrough else reason))
-    return choices
+    ((source, reason),) = plan(kernels, fallbacks, (key,))
+    record = served_by(kernels, fallbacks, source, reason)
+    if record is None:
+        return _MISSING
+    return record, "fallthrough" if record.is_fallthrough else reason
 
 
 def plan(kernels: Stacks, fallbacks: Fallbacks, keys: Iterable[DispatchKey]) -> tuple[Source, ...]:
     """Where the kernel of each of ``keys`` comes from (see `served_by`)."""
+    # NOTE: which key's kernel serves depends only on which stacks are non-empty
+    # (stacks are dropped when emptied) and which keys have fallbacks, so the
+    # rules run once per such pattern (`_plan`). A registration then costs a
+    # lookup per key: a CompositeExplicitAutograd impl touches 13 keys.
     return _plan(frozenset(kernels), frozenset(fallbacks), tuple(keys))
 
 

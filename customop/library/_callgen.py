@@ -2,15 +2,15 @@
 
 NOTE: why generated code. A generic ``op(*args, **kwargs)`` has to pack the
 arguments, walk the schema and look kernels up on every call. Instead each
-operator gets a real Python function (rendered from `_FAST`, compiled once
-per signature shape, shown in tracebacks as ``<customop generated ns::op>``)
-that binds arguments the way Python binds any call, then:
+operator gets a real Python function (see `_calltemplate`; shown in
+tracebacks as ``<customop generated ns::op>``) that binds arguments the way
+Python binds any call, then:
 
-* fast path: if its one-entry cache is filled (the epoch clock empties it on
-  every registration change), was filled under the context's include/exclude
-  keys, and every argument has the same type as then (a list: the same item
-  types too), call the cached kernel directly. One ContextVar read and one
-  identity test per argument.
+* fast path: if one of its two cache entries (the epoch clock empties them on
+  every registration change) was filled under the context's include/exclude
+  keys and with the same type for every argument (a list: the same item
+  types too), call that entry's kernel directly: one identity test per
+  argument, and no ContextVar read while no context anywhere has local keys.
 * slow path (`CallSite.slow`): explain binding errors, check every argument
   against the schema, ask the dispatcher for the kernel, refill the cache
   when caching is allowed, and call.
@@ -161,9 +161,9 @@ class CallSite:
         if boxed:
             fn = partial(fn, self.handle, DispatchKeySet.from_bits(bits))
         if self.fast and self._static(values):
-            # NOTE: the cache is keyed on the context's include/exclude keys too (the
-            # tuple object, by identity: one ContextVar read per call), so calls inside
-            # `include_keys` blocks, e.g. under FakeTensorMode, keep the fast path.
+            # NOTE: an entry is keyed on the context's include/exclude keys too (the
+            # value object, by identity), so calls inside `include_keys` blocks, e.g.
+            # under FakeTensorMode, keep the fast path.
             items = [tuple(map(type, values[i])) for i in self.lists]
             epoch.fill(token, self, [local, *map(type, values), fn, *items])
         return fn

@@ -18,12 +18,18 @@ import types
 import typing
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Final, final
+from typing import Any, Final, final
 
 from customop.exceptions import RegistrationError, SchemaError
 from customop.schema._base import build
 from customop.schema._defaults import Default
-from customop.schema._infer_signature import EMPTY, Param, Signature, read_signature, resolve_hints
+from customop.schema._infer_signature import (
+    EMPTY,
+    Param,
+    check_mutated_exist,
+    read_signature,
+    resolve_hints,
+)
 from customop.schema._infer_table import RULES, Choices, add_annotation
 from customop.schema._infer_walk import (
     FORMS,
@@ -170,6 +176,12 @@ def _forget() -> None:
     _RETURNS.clear()
 
 
+def _remember(memo: dict[Any, Any], key: object, value: object) -> None:
+    if len(memo) >= _MEMO_LIMIT:  # bounded: new functions keep making new annotations
+        memo.clear()
+    memo[key] = value
+
+
 def _argument(
     index: int,
     param: Param,
@@ -195,9 +207,7 @@ def _argument(
         return found[1], found[2]
     site = Site(function, f"parameter {param.name!r}", annotation)
     argument, choice = _infer_argument(index, param, site, mutates)
-    if len(_ARGUMENTS) >= _MEMO_LIMIT:
-        _ARGUMENTS.clear()
-    _ARGUMENTS[key] = (annotation, argument, choice)
+    _remember(_ARGUMENTS, key, (annotation, argument, choice))
     return argument, choice
 
 
@@ -277,9 +287,7 @@ def _memo_returns(annotation: object, function: str) -> tuple[Return, ...]:
     returns = _returns(
         Site(function, "the return value", annotation, f"{_RETURNABLE}; return one of those")
     )
-    if len(_RETURNS) >= _MEMO_LIMIT:
-        _RETURNS.clear()
-    _RETURNS[id(annotation)] = (annotation, returns)
+    _remember(_RETURNS, id(annotation), (annotation, returns))
     return returns
 
 
@@ -306,19 +314,6 @@ def _mutates(mutates_args: object, function: str) -> frozenset[str] | MutatesArg
     return frozenset(strings)
 
 
-def _check_mutated_exist(mutates: frozenset[str], sig: Signature, function: str) -> None:
-    missing = sorted(mutates - set(sig.names))
-    if missing:
-        plural = "s" if len(missing) > 1 else ""
-        params = ", ".join(map(repr, sig.names)) or "it has none"
-        listed = ", ".join(map(repr, missing))
-        raise SchemaError(
-            f"infer_schema: mutates_args of function {function!r} names {listed}, which "
-            f"{'are' if plural else 'is'} not among its parameters ({params}). Only the "
-            f"function's own arguments can be mutated. Correct or remove the name{plural}."
-        )
-
-
 def _operator_name(op_name: str | None) -> OperatorName | None:
     if op_name is None:
         return None
@@ -343,7 +338,7 @@ def infer_schema_details(
     name = _operator_name(op_name)
     sig = read_signature(fn)
     if isinstance(mutates, frozenset) and mutates:
-        _check_mutated_exist(mutates, sig, function)
+        check_mutated_exist(mutates, sig, function)
     hints = resolve_hints(fn, sig, function)
     arguments: list[Argument] = []
     choices: dict[str, Choices] = {}

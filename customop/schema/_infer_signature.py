@@ -19,7 +19,14 @@ from typing import Final, NamedTuple
 from customop.exceptions import SchemaError
 from customop.schema._infer_walk import Site
 
-__all__ = ["EMPTY", "Param", "Signature", "read_signature", "resolve_hints"]
+__all__ = [
+    "EMPTY",
+    "Param",
+    "Signature",
+    "check_mutated_exist",
+    "read_signature",
+    "resolve_hints",
+]
 
 #: No default, or no annotation (inspect's marker, so both paths agree).
 EMPTY: Final = inspect.Parameter.empty
@@ -189,3 +196,17 @@ def _blame(raw: dict[str, object], namespace: dict[str, object] | None, function
                 "local to a function are not visible",
                 "Import or define the type at module level",
             )
+
+
+def check_mutated_exist(mutates: frozenset[str], sig: Signature, function: str) -> None:
+    """Raise unless every name in ``mutates`` is a parameter of ``sig``."""
+    missing = sorted(mutates - set(sig.names))
+    if missing:
+        plural = "s" if len(missing) > 1 else ""
+        params = ", ".join(map(repr, sig.names)) or "it has none"
+        listed = ", ".join(map(repr, missing))
+        raise SchemaError(
+            f"infer_schema: mutates_args of function {function!r} names {listed}, which "
+            f"{'are' if plural else 'is'} not among its parameters ({params}). Only the "
+            f"function's own arguments can be mutated. Correct or remove the name{plural}."
+        )
