@@ -19,13 +19,16 @@ LAYERS: dict[str, int] = {
     "library": 4,
     "fake": 5,
     "trace": 5,
-    "codegen": 6,
-    "cli": 7,
+    "autograd": 6,
+    "torch": 7,  # adapters: each imports its own system lazily, nothing below imports them
+    "dask": 7,
+    "codegen": 8,
+    "cli": 9,
 }
 TOP = 99  # customop/__init__.py and __main__.py see everything
 RUNTIME_DEPENDENCIES = {"pydantic", "pydantic_core", "typing_extensions", "numpy"}
 # Optional packages may only be imported inside functions (lazily), never at module level.
-OPTIONAL = {"torch", "cupy", "jax", "yaml"}
+OPTIONAL = {"torch", "cupy", "jax", "yaml", "dask", "distributed"}
 
 
 def _layer(module_path: Path) -> int:
