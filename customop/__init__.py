@@ -37,6 +37,7 @@ from customop.library import library
 from customop.library import library_fragment
 from customop.library import library_impl
 from customop.library import ops
+from customop.library import register_blockwise
 from customop.library import register_fake
 from customop.library import register_kernel
 from customop.schema import FunctionSchema
@@ -54,6 +55,9 @@ from customop.tensor import new_empty
 from customop.tensor import register_backend
 from customop.trace import Graph
 from customop.trace import trace
+
+# The Dask backend registers itself by name in customop.dispatcher (dask stays unimported).
+import customop.dask as _dask  # noqa: E402, F401
 
 __version__ = "0.1.0"
 
@@ -105,6 +109,7 @@ __all__ = [
     "parse_operator_name",
     "parse_schema",
     "register_backend",
+    "register_blockwise",
     "register_fake",
     "register_kernel",
     "trace",

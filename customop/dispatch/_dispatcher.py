@@ -257,24 +257,29 @@ class Dispatcher(Lookup):
             epoch.advance()
 
     def register_fallback(
-        self, key: KeyLike, kernel: Kernel, *, debug: str = ""
+        self, key: KeyLike, kernel: Kernel, *, debug: str = "", wrapper: bool = False
     ) -> RegistrationHandle:
         """Register a boxed ``kernel(op, keyset, *args, **kwargs)`` for every op at ``key``.
 
         One fallback per runtime key; an alias key registers on each key of its
         expansion. It serves existing and future operators that have no better
-        kernel for the key (see the table precedence).
+        kernel for the key (see the table precedence). ``wrapper=True`` is for
+        backends whose arrays wrap other arrays (Dask): the fallback then also
+        beats composite kernels; only a kernel on the key itself beats it.
         """
         api = "register_fallback"
         dispatch_key = self.parse_key(key, api=api)
         check_kernel(kernel, api)
-        return self._add_fallback(dispatch_key, kernel, debug, caller_source())
+        return self._add_fallback(dispatch_key, kernel, debug, caller_source(), wrapper=wrapper)
 
     def _add_fallback(
-        self, key: DispatchKey, kernel: Kernel, debug: str, source: str
+        self, key: DispatchKey, kernel: Kernel, debug: str, source: str, *, wrapper: bool = False
     ) -> RegistrationHandle:
         with self._lock:
-            records = [KernelRecord(kernel, True, k, source, debug) for k in key.expansion]
+            records = [
+                KernelRecord(kernel, True, k, source, debug, wrapper=wrapper)
+                for k in key.expansion
+            ]
             for record in records:
                 existing = self._fallbacks.get(record.key)
                 if existing is not None:

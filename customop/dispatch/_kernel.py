@@ -66,6 +66,9 @@ class KernelRecord:
     source: str
     debug: str = ""
     op: str = ""
+    #: A wrapper backend's fallback (Dask arrays): it serves its key ahead of
+    #: composite kernels, which would compute on the wrapper instead of its chunks.
+    wrapper: bool = False
     alive: bool = True
     #: What a dispatch table slot holds for this kernel, made once (tables are
     #: rebuilt on every registration).

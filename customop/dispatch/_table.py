@@ -10,7 +10,11 @@ batched aliases, Undefined). For a runtime key, in order:
    an autograd key whose backend has a kernel or when a CompositeExplicitAutograd
    kernel exists (``math kernel``);
 4. an Autograd alias kernel, for autograd keys (``autograd kernel``);
-5. the dispatcher's fallback for the key (``backend fallback``);
+5. the dispatcher's fallback for the key (``backend fallback``); a *wrapper*
+   fallback (``register_fallback(..., wrapper=True)``, the Dask backend's) comes
+   right after step 1 instead: composite kernels would compute on the wrapper
+   array itself rather than on its chunks, as PyTorch's functorch keys sit above
+   composite kernels;
 6. nothing (``missing``): calls raise `MissingKernelError`.
 
 ``Fake`` instead takes its own kernel, else the operator's own ``Meta`` kernel
@@ -111,7 +115,8 @@ def plan(kernels: Stacks, fallbacks: Fallbacks, keys: Iterable[DispatchKey]) -> 
     # (stacks are dropped when emptied) and which keys have fallbacks, so the
     # rules run once per such pattern (`_plan`). A registration then costs a
     # lookup per key: a CompositeExplicitAutograd impl touches 13 keys.
-    return _plan(frozenset(kernels), frozenset(fallbacks), tuple(keys))
+    wrappers = frozenset(key for key, record in fallbacks.items() if record.wrapper)
+    return _plan(frozenset(kernels), frozenset(fallbacks), tuple(keys), wrappers)
 
 
 def served_by(
@@ -133,8 +138,14 @@ def _plan(
     present: frozenset[DispatchKey],
     fallbacks: frozenset[DispatchKey],
     keys: tuple[DispatchKey, ...],
+    wrappers: frozenset[DispatchKey] = frozenset(),
 ) -> tuple[Source, ...]:
-    return tuple(_rule(present, fallbacks, key) for key in keys)
+    return tuple(
+        (key, "backend fallback")
+        if key in wrappers and key not in present
+        else _rule(present, fallbacks, key)
+        for key in keys
+    )
 
 
 def _rule(

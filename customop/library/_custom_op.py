@@ -18,6 +18,7 @@ from customop.dispatch import Dispatcher, DispatchKey, OperatorHandle, Registrat
 from customop.dispatch._global import dispatcher as default_dispatcher
 from customop.dispatch._kernel import caller_source
 from customop.exceptions import RegistrationError
+from customop.library._blockwise import register_blockwise_on
 from customop.library._checks import Check, attach_value_checks
 from customop.library._hooks import device_keys, register_fake_on, register_kernel_on
 from customop.library._library import Library
@@ -167,6 +168,13 @@ class CustomOpDef(Generic[P, R]):
             return register_fake_on(self._library, self._handle, fake)
 
         return register if fn is None else register(fn)
+
+    def register_blockwise(
+        self, spec: str, *, combine: Callable[[Any, Any], Any] | None = None
+    ) -> RegistrationHandle:
+        """Declare how chunks line up (``"ij,jk->ik"``); see `customop.register_blockwise`."""
+        self._guard()
+        return register_blockwise_on(self._library, self._handle, spec, combine)
 
     def __repr__(self) -> str:
         state = " (replaced)" if self._replaced_by else ""
