@@ -69,8 +69,9 @@ def chunk_meta(
     sizes; an unknown (NaN) input size reaches the fake impl as a symbol.
     """
     letters = list(dict.fromkeys(letter for term in terms for letter in term))
-    distinct = [tuple(dict.fromkeys(_key(s) for s in chunks[letter])) for letter in letters]
-    sizes: dict[tuple[str, float | None], float] = {}
+    # dict.fromkeys, not a loop: a graph of 10,000 chunks must not cost 10,000 steps here.
+    distinct = [tuple(dict.fromkeys(chunks[letter])) for letter in letters]
+    sizes: dict[str, dict[float, float]] = {letter: {} for letter in output}
     found: dtype | None = None
     with FakeTensorMode() as mode:
         for combo in itertools.product(*distinct):
@@ -81,17 +82,24 @@ def chunk_meta(
             found = _check_result(op, result, output, found)
             for position, letter in enumerate(output):
                 size = result.shape[position]
-                value = _NAN if isinstance(size, SymInt) else float(int(size))
-                previous = sizes.setdefault((letter, chosen[letter]), value)
+                value = _NAN if isinstance(size, SymInt) else int(size)
+                previous = sizes[letter].setdefault(chosen[letter], value)
                 if previous != value and not (math.isnan(previous) and math.isnan(value)):
                     _depends_on_others(op, letter)
     if found is None:  # an input with a zero-length dimension split into no chunks
         found = to_dtype(arrays[0].dtype)
-    out = {
-        letter: tuple(_int_or_nan(sizes[(letter, _key(s))]) for s in chunks[letter])
-        for letter in output
-    }
-    return out, found
+    return {letter: _map_sizes(chunks[letter], sizes[letter]) for letter in output}, found
+
+
+def _map_sizes(chunks: tuple[float, ...], sizes: dict[float, float]) -> tuple[float, ...]:
+    """Each input chunk size replaced by the output size the fake impl gave for it."""
+    if all(key is value or key == value for key, value in sizes.items()):
+        return chunks  # the common case: the op keeps every size
+    try:
+        return tuple(map(sizes.__getitem__, chunks))
+    except KeyError:  # a NaN that is not the object used as key: NaN != NaN
+        nan = next((v for k, v in sizes.items() if math.isnan(k)), _NAN)
+        return tuple(nan if math.isnan(c) else sizes[c] for c in chunks)
 
 
 def whole_meta(
@@ -109,22 +117,13 @@ def whole_meta(
         ]
         args, kwargs = _filled(call, fakes)
         result = op(*args, **kwargs)
-        if not isinstance(result, FakeTensor):
-            _check_result(op, result, "", None)
+    found = _check_result(op, result, "?" * getattr(result, "ndim", 0), None)
     chunks = tuple((_NAN if isinstance(s, SymInt) else int(s),) for s in result.shape)
-    return chunks, result.dtype
-
-
-def _key(size: float) -> float | None:
-    return None if math.isnan(size) else size
-
-
-def _int_or_nan(value: float) -> float:
-    return value if math.isnan(value) else int(value)
+    return chunks, found
 
 
 def _fake(
-    array: Any, term: str, chosen: dict[str, float | None], mode: FakeTensorMode
+    array: Any, term: str, chosen: dict[str, float], mode: FakeTensorMode
 ) -> FakeTensor:
     shape: list[int | SymInt] = []
     for dim, letter in enumerate(term):
@@ -132,7 +131,7 @@ def _fake(
             shape.append(1)  # a broadcast dimension: every task gets the same one-wide chunk
             continue
         size = chosen[letter]
-        shape.append(mode.new_dynamic_size() if size is None else int(size))
+        shape.append(mode.new_dynamic_size() if math.isnan(size) else int(size))
     return FakeTensor(tuple(shape), to_dtype(array.dtype), "cpu")
 
 
