@@ -149,7 +149,7 @@ def on_cluster(workers: int, row_chunks: int) -> tuple[np.ndarray, float]:
             processes=True,
             memory_limit="1GiB",
             host="127.0.0.1",
-            dashboard_address=None,
+            dashboard_address="127.0.0.1:0",
         ) as cluster,
         Client(cluster) as client,
     ):

@@ -30,7 +30,7 @@ _NAN: Final = math.nan
 
 def fail(op: OperatorHandle, what: str, why: str, fix: str) -> NoReturn:
     """Raise the Dask backend's call-time error for ``op``, in four parts."""
-    raise ValueError(f"{op.name} on dask arrays: {what}. {why}. {fix}")
+    raise ValueError(f"{op.name} on dask arrays: {what}. {why}. {fix}.")
 
 
 class ChunkCall:

@@ -76,7 +76,7 @@ class BlockwiseRule:
 
 
 def _refuse(api: str, what: str, why: str, fix: str) -> NoReturn:
-    raise RegistrationError(f"{api}: {what}. {why}. {fix}")
+    raise RegistrationError(f"{api}: {what}. {why}. {fix}.")
 
 
 def parse_blockwise(spec: object, api: str = "register_blockwise") -> BlockwiseRule:
@@ -199,7 +199,7 @@ def _make(
     if combine is not None and not callable(combine):
         _refuse(
             api,
-            f"combine={str(combine)[:_MAX_QUOTE]!r} is not callable",
+            f"combine={repr(combine)[:_MAX_QUOTE]} is not callable",
             "It merges two partial results of a contraction: combine(a, b)",
             "Pass a customop op, a function of two arrays, or None to sum",
         )
