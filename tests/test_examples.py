@@ -4,6 +4,8 @@ Each example runs in a fresh interpreter from the repository root, so it sees
 what a user who cloned the repository sees. An example that needs an optional
 package says so in a comment line, ``# requires: torch`` (several names may
 follow, separated by commas or spaces); it is skipped when one is missing.
+An example that takes more than a few seconds says why in a ``# slow: ...``
+comment line, which marks its run ``slow``.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import pytest
 ROOT = Path(__file__).parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
 REQUIRES = re.compile(r"^#\s*requires:\s*(.+)$", re.MULTILINE)
+SLOW = re.compile(r"^#\s*slow:", re.MULTILINE)
 
 
 def _missing(path: Path) -> list[str]:
@@ -33,7 +36,14 @@ def test_examples_exist() -> None:
     assert EXAMPLES, "examples/ has no *.py files"
 
 
-@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path",
+    [
+        pytest.param(path, marks=[pytest.mark.slow] if SLOW.search(path.read_text()) else [])
+        for path in EXAMPLES
+    ],
+    ids=lambda p: p.name,
+)
 def test_example_runs(path: Path) -> None:
     missing = _missing(path)
     if missing:
