@@ -57,7 +57,7 @@ from customop.trace import Graph
 from customop.trace import trace
 
 # The Dask backend registers itself by name in customop.dispatcher (dask stays unimported).
-import customop.dask as _dask  # noqa: E402, F401
+import customop.dask as _dask  # noqa: F401
 
 __version__ = "0.1.0"
 

@@ -17,7 +17,9 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+import dask.array as da
 import numpy as np
+from distributed import Client, LocalCluster, progress
 
 import customop
 from customop import custom_op, empty, empty_like
@@ -79,9 +81,6 @@ def model(x: Any, w: Any, b: Any) -> Any:
 
 
 def main(rows: int) -> None:
-    import dask.array as da
-    from distributed import Client, LocalCluster, progress
-
     rng = np.random.default_rng(0)
     w = rng.standard_normal((64, 16)).astype(np.float32)
     b = rng.standard_normal(16).astype(np.float32)

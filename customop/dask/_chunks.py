@@ -58,6 +58,7 @@ def chunk_meta(
     op: OperatorHandle,
     call: ChunkCall,
     arrays: Sequence[Any],
+    *,
     terms: Sequence[str],
     output: str,
     chunks: dict[str, tuple[float, ...]],
@@ -122,9 +123,7 @@ def whole_meta(
     return chunks, found
 
 
-def _fake(
-    array: Any, term: str, chosen: dict[str, float], mode: FakeTensorMode
-) -> FakeTensor:
+def _fake(array: Any, term: str, chosen: dict[str, float], mode: FakeTensorMode) -> FakeTensor:
     shape: list[int | SymInt] = []
     for dim, letter in enumerate(term):
         if array.numblocks[dim] == 1 and array.shape[dim] == 1:

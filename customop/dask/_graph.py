@@ -39,7 +39,9 @@ def call_on_chunks(op: OperatorHandle, args: tuple[Any, ...], kwargs: dict[str, 
     import dask.array as da  # noqa: PLC0415 -- customop never imports dask up front
 
     entries = _tensor_arguments(op, args, kwargs)
-    arrays = [value if isinstance(value, da.Array) else da.asarray(value) for _, _, value in entries]
+    arrays = [
+        value if isinstance(value, da.Array) else da.asarray(value) for _, _, value in entries
+    ]
     slots = tuple(slot for _, slot, _ in entries)
     template = tuple(None if i in slots else a for i, a in enumerate(args))
     rest = {k: v for k, v in kwargs.items() if k not in slots}
@@ -48,12 +50,14 @@ def call_on_chunks(op: OperatorHandle, args: tuple[Any, ...], kwargs: dict[str, 
     if rule is not None:
         terms = [rule.inputs[term] for term, _, _ in entries]
         _check_ranks(op, rule.spec, arrays, terms)
-        return _blockwise(op, call, arrays, terms, rule.output, rule.whole, rule.combine)
+        return _blockwise(
+            op, call, arrays, terms, rule.output, whole=rule.whole, combine=rule.combine
+        )
     if _POINTWISE in op.tags:
         ndim = max((array.ndim for array in arrays), default=0)
         letters = string.ascii_letters[:ndim]
         terms = [letters[ndim - array.ndim :] for array in arrays]
-        return _blockwise(op, call, arrays, terms, letters, frozenset(), None)
+        return _blockwise(op, call, arrays, terms, letters, whole=frozenset(), combine=None)
     if current_options().whole:
         return _whole(op, call, arrays)
     raise MissingKernelError(
@@ -92,7 +96,9 @@ def _tensor_arguments(
     return found
 
 
-def _check_ranks(op: OperatorHandle, spec: str, arrays: Sequence[Any], terms: Sequence[str]) -> None:
+def _check_ranks(
+    op: OperatorHandle, spec: str, arrays: Sequence[Any], terms: Sequence[str]
+) -> None:
     for array, term in zip(arrays, terms, strict=True):
         if array.ndim != len(term):
             fail(
@@ -115,6 +121,7 @@ def _blockwise(
     arrays: list[Any],
     terms: list[str],
     output: str,
+    *,
     whole: frozenset[str],
     combine: Callable[[Any, Any], Any] | None,
 ) -> Any:
@@ -124,7 +131,7 @@ def _blockwise(
     rechunked = "".join(sorted(_rechunk_whole(arrays, terms, whole))).upper()
     pairs = [item for pair in zip(arrays, terms, strict=True) for item in pair]
     chunks, aligned = da.core.unify_chunks(*pairs)
-    out_chunks, out_dtype = chunk_meta(op, call, aligned, terms, output, chunks)
+    out_chunks, out_dtype = chunk_meta(op, call, aligned, terms=terms, output=output, chunks=chunks)
     token = tokenize(str(op.name), call.args, call.kwargs, *(a.name for a in aligned), output)
     what = f"rechunked-{rechunked}" if rechunked else ""
     contracted = "".join(dict.fromkeys(c for term in terms for c in term if c not in output))
@@ -146,7 +153,16 @@ def _blockwise(
     merge: Callable[[Any, Any], Any] = operator.add if combine is None else _by_reference(combine)
     numblocks = [len(chunks[c]) for c in output]
     across = [len(chunks[c]) for c in contracted]
-    return _tree(partial, name, merge, numblocks, across, out_chunks, output, meta)
+    return _tree(
+        partial,
+        name,
+        merge,
+        numblocks=numblocks,
+        across=across,
+        out_chunks=out_chunks,
+        output=output,
+        meta=meta,
+    )
 
 
 def _rechunk_whole(arrays: list[Any], terms: list[str], whole: frozenset[str]) -> set[str]:
@@ -176,6 +192,7 @@ def _tree(
     partial: Any,
     name: str,
     merge: Callable[[Any, Any], Any],
+    *,
     numblocks: list[int],
     across: list[int],
     out_chunks: dict[str, tuple[float, ...]],
@@ -223,5 +240,7 @@ def _whole(op: OperatorHandle, call: ChunkCall, arrays: list[Any]) -> Any:
     name = _name(op, "whole", token)
     key = (name, *(0,) * len(chunks))
     refs = [TaskRef((a.name, *(0,) * a.ndim)) for a in single]
-    graph = HighLevelGraph.from_collections(name, {key: Task(key, call, *refs)}, dependencies=single)
+    graph = HighLevelGraph.from_collections(
+        name, {key: Task(key, call, *refs)}, dependencies=single
+    )
     return da.Array(graph, name, chunks=chunks, meta=_meta(len(chunks), out_dtype.numpy))

@@ -15,8 +15,13 @@ from __future__ import annotations
 import sys
 from typing import Any, Final
 
-from customop.dispatch import Dispatcher, DispatchKey, DispatchKeySet, OperatorHandle
-from customop.dispatch import RegistrationHandle
+from customop.dispatch import (
+    Dispatcher,
+    DispatchKey,
+    DispatchKeySet,
+    OperatorHandle,
+    RegistrationHandle,
+)
 from customop.dispatch._global import dispatcher as default_dispatcher
 from customop.dispatch._kernel import DEFAULT_SOURCE
 from customop.tensor import Device, dtype

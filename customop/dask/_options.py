@@ -21,7 +21,8 @@ class Options(NamedTuple):
     whole: bool = False
 
 
-_CURRENT: Final[ContextVar[Options]] = ContextVar("customop.dask.options", default=Options())
+_DEFAULT: Final = Options()
+_CURRENT: Final[ContextVar[Options]] = ContextVar("customop.dask.options", default=_DEFAULT)
 
 
 def current_options() -> Options:

@@ -277,8 +277,7 @@ class Dispatcher(Lookup):
     ) -> RegistrationHandle:
         with self._lock:
             records = [
-                KernelRecord(kernel, True, k, source, debug, wrapper=wrapper)
-                for k in key.expansion
+                KernelRecord(kernel, True, k, source, debug, wrapper=wrapper) for k in key.expansion
             ]
             for record in records:
                 existing = self._fallbacks.get(record.key)

@@ -59,6 +59,7 @@ class BlockwiseRule:
         inputs: tuple[str, ...],
         output: str,
         whole: frozenset[str],
+        *,
         combine: Callable[[Any, Any], Any] | None = None,
         source: str = "",
     ) -> None:
@@ -129,7 +130,9 @@ def parse_blockwise(spec: object, api: str = "register_blockwise") -> BlockwiseR
 def _check_schema(rule: BlockwiseRule, schema: FunctionSchema, name: str, api: str) -> None:
     kinds = [tensor_kind(arg.type) for arg in schema.arguments]
     tensors = [arg.name for arg, kind in zip(schema.arguments, kinds, strict=True) if kind]
-    lists = [name for name, kind in zip(tensors, filter(None, kinds), strict=True) if "list" in kind]
+    lists = [
+        name for name, kind in zip(tensors, filter(None, kinds), strict=True) if "list" in kind
+    ]
     if lists:
         _refuse(
             api,
@@ -210,8 +213,9 @@ def _make(
             "combine merges partial results over contracted indices only",
             "Leave combine out, or drop an index from the output",
         )
-    merge: Callable[[Any, Any], Any] | None = combine  # type: ignore[assignment]
-    return BlockwiseRule(parsed.spec, parsed.inputs, parsed.output, parsed.whole, merge, source)
+    return BlockwiseRule(
+        parsed.spec, parsed.inputs, parsed.output, parsed.whole, combine=combine, source=source
+    )
 
 
 def register_blockwise_on(

@@ -33,7 +33,9 @@ def _broadcast(left: tuple[Any, ...], right: tuple[Any, ...]) -> tuple[Any, ...]
     ndim = max(len(left), len(right))
     left = (1,) * (ndim - len(left)) + tuple(left)
     right = (1,) * (ndim - len(right)) + tuple(right)
-    return tuple(b if isinstance(a, int) and a == 1 else a for a, b in zip(left, right))
+    return tuple(
+        b if isinstance(a, int) and a == 1 else a for a, b in zip(left, right, strict=True)
+    )
 
 
 @dataclass
@@ -53,9 +55,7 @@ class Ops:
 def ops(dispatcher: Dispatcher) -> Ops:
     calls: list[str] = []
 
-    @customop.custom_op(
-        "dk::scale", mutates_args=(), tags=("pointwise",), dispatcher=dispatcher
-    )
+    @customop.custom_op("dk::scale", mutates_args=(), tags=("pointwise",), dispatcher=dispatcher)
     def scale(x: np.ndarray, y: np.ndarray, alpha: float = 1.0) -> np.ndarray:
         calls.append("scale")
         return (x * y * alpha).astype(np.result_type(x, y))
