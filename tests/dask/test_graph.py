@@ -170,3 +170,20 @@ def test_a_dask_kernel_on_the_op_beats_the_fallback(ops: Ops) -> None:
         assert ops.plain(da.ones(4, chunks=2)) == "own"
     finally:
         handle.remove()
+
+
+def test_full_reduction_is_a_tree_of_pairwise_combines(dispatcher: Dispatcher) -> None:
+    @customop.custom_op("dk::total_all", mutates_args=(), dispatcher=dispatcher)
+    def total_all(x: np.ndarray) -> np.ndarray:
+        return np.asarray(x.sum())
+
+    @total_all.register_fake
+    def _(x: Any) -> Any:
+        return customop.empty((), dtype=x.dtype)
+
+    total_all.register_blockwise("ij->")
+    values = RNG.random((9, 7))
+    result = total_all(da.from_array(values, chunks=(2, 3)))  # 5 x 3 = 15 partial sums
+    assert result.shape == ()
+    assert len(_layer(result)) == 14  # 15 partials need 14 pairwise merges
+    np.testing.assert_allclose(result.compute(), values.sum())
