@@ -75,6 +75,14 @@ def _tensor_arguments(
 ) -> list[tuple[int, Slot, Any]]:
     """``(term, slot, value)`` of each tensor argument passed: its rule term and its place."""
     schema = op.schema
+    written = [arg.name for arg in schema.arguments if arg.is_write]
+    if written:
+        fail(
+            op,
+            f"the op writes to its argument {written[0]!r}",
+            "A dask array is immutable: tasks make new chunks, they never change old ones",
+            "Call a functional variant of the op (one that returns its result)",
+        )
     found: list[tuple[int, Slot, Any]] = []
     term = 0
     for index, arg in enumerate(schema.arguments):

@@ -187,3 +187,14 @@ def test_full_reduction_is_a_tree_of_pairwise_combines(dispatcher: Dispatcher) -
     assert result.shape == ()
     assert len(_layer(result)) == 14  # 15 partials need 14 pairwise merges
     np.testing.assert_allclose(result.compute(), values.sum())
+
+
+def test_mutating_ops_are_refused(dispatcher: Dispatcher) -> None:
+    @customop.custom_op("dk::fill", mutates_args=("x",), tags=("pointwise",), dispatcher=dispatcher)
+    def fill(x: np.ndarray) -> None:
+        x[...] = 0
+
+    with pytest.raises(
+        ValueError, match=r"dk::fill on dask arrays: the op writes to its argument 'x'"
+    ):
+        fill(da.ones(4, chunks=2))
