@@ -62,6 +62,11 @@ PUBLIC = {
         "register_kernel",
         "trace",
     ],
+    "customop.dask": [
+        "Options",
+        "install",
+        "options",
+    ],
     "customop.dispatch": [
         "ArrayTypeInfo",
         "DispatchKey",
