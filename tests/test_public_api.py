@@ -10,6 +10,7 @@ import customop
 
 PUBLIC = {
     "customop": [
+        "AutogradError",
         "CodegenError",
         "CustomOpDef",
         "DebugCheckError",
@@ -56,10 +57,16 @@ PUBLIC = {
         "ops",
         "parse_operator_name",
         "parse_schema",
+        "register_autograd",
         "register_backend",
         "register_fake",
         "register_kernel",
         "trace",
+    ],
+    "customop.autograd": [
+        "AutogradContext",
+        "AutogradFormula",
+        "formula_of",
     ],
     "customop.dispatch": [
         "ArrayTypeInfo",
@@ -89,8 +96,10 @@ PUBLIC = {
         "local_keys",
     ],
     "customop.exceptions": [
+        "AutogradError",
         "CodegenError",
         "DispatchKeyError",
+        "GradcheckError",
         "KernelOverrideWarning",
         "MissingKernelError",
         "OpCheckError",
@@ -119,6 +128,7 @@ PUBLIC = {
         "library_fragment",
         "library_impl",
         "ops",
+        "register_autograd",
         "register_fake",
         "register_kernel",
     ],

@@ -1,0 +1,16 @@
+"""Autograd: backward formulas on the Autograd keys; ``grad``, ``vjp`` and ``gradcheck``.
+
+Formulas are registered with ``register_autograd`` (torch's meaning); the
+transforms are JAX-style functions over functions made of customop ops, on
+every backend. See ``docs/autograd.md``.
+"""
+
+from customop.autograd._ctx import AutogradContext
+from customop.library._autograd import AutogradFormula
+from customop.library._autograd import formula_of
+
+__all__ = [
+    "AutogradContext",
+    "AutogradFormula",
+    "formula_of",
+]
