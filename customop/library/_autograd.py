@@ -236,9 +236,9 @@ def check_formula(
             "it calls, as in torch. Drop the formula, or register the body as "
             "CompositeExplicitAutograd (device_types=None in @custom_op) to use one."
         )
-    if setup_context is not None and not _takes(setup_context, 3):  # type: ignore[arg-type]
+    if setup_context is not None and not _takes(setup_context, 3):
         raise RegistrationError(
-            f"{api}: setup_context {_shown(setup_context)} does not take (ctx, inputs, output)"  # type: ignore[arg-type]
+            f"{api}: setup_context {_shown(setup_context)} does not take (ctx, inputs, output)"
             f" for {name}. It is called with exactly those three arguments after the forward. "
             "Give it the parameters (ctx, inputs, output)."
         )
