@@ -6,6 +6,9 @@ every backend. See ``docs/autograd.md``.
 """
 
 from customop.autograd._ctx import AutogradContext
+from customop.autograd._transforms import grad
+from customop.autograd._transforms import value_and_grad
+from customop.autograd._transforms import vjp
 from customop.library._autograd import AutogradFormula
 from customop.library._autograd import formula_of
 
@@ -13,4 +16,7 @@ __all__ = [
     "AutogradContext",
     "AutogradFormula",
     "formula_of",
+    "grad",
+    "value_and_grad",
+    "vjp",
 ]
