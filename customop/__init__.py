@@ -4,7 +4,7 @@ The public surface is exactly ``__all__``; everything else lives in private
 modules. The guides are in the ``docs/`` folder.
 """
 
-import customop.autograd  # noqa: F401 -- the autograd layer installs its engine on import
+from customop.autograd import gradcheck
 from customop.dispatch import DispatchKey
 from customop.dispatch import DispatchKeySet
 from customop.dispatch import Dispatcher
@@ -98,6 +98,7 @@ __all__ = [
     "exclude_keys",
     "fallthrough",
     "get_ctx",
+    "gradcheck",
     "include_keys",
     "infer_schema",
     "library",

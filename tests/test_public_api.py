@@ -47,6 +47,7 @@ PUBLIC = {
         "exclude_keys",
         "fallthrough",
         "get_ctx",
+        "gradcheck",
         "include_keys",
         "infer_schema",
         "library",
@@ -67,6 +68,10 @@ PUBLIC = {
         "AutogradContext",
         "AutogradFormula",
         "formula_of",
+        "grad",
+        "gradcheck",
+        "value_and_grad",
+        "vjp",
     ],
     "customop.dispatch": [
         "ArrayTypeInfo",

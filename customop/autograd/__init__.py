@@ -5,7 +5,9 @@ transforms are JAX-style functions over functions made of customop ops, on
 every backend. See ``docs/autograd.md``.
 """
 
+from customop.autograd import _opcheck  # noqa: F401 -- adds opcheck's gradient checks
 from customop.autograd._ctx import AutogradContext
+from customop.autograd._gradcheck import gradcheck
 from customop.autograd._transforms import grad
 from customop.autograd._transforms import value_and_grad
 from customop.autograd._transforms import vjp
@@ -17,6 +19,7 @@ __all__ = [
     "AutogradFormula",
     "formula_of",
     "grad",
+    "gradcheck",
     "value_and_grad",
     "vjp",
 ]
