@@ -18,6 +18,7 @@ from customop.dispatch._global import dispatcher
 from customop.exceptions import AutogradError
 from customop.exceptions import CodegenError
 from customop.exceptions import DispatchKeyError
+from customop.exceptions import GradcheckError
 from customop.exceptions import KernelOverrideWarning
 from customop.exceptions import MissingKernelError
 from customop.exceptions import OpCheckError
@@ -73,6 +74,7 @@ __all__ = [
     "FakeTensor",
     "FakeTensorMode",
     "FunctionSchema",
+    "GradcheckError",
     "Graph",
     "KernelOverrideWarning",
     "Library",

@@ -22,6 +22,7 @@ PUBLIC = {
         "FakeTensor",
         "FakeTensorMode",
         "FunctionSchema",
+        "GradcheckError",
         "Graph",
         "KernelOverrideWarning",
         "Library",

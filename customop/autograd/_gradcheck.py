@@ -85,8 +85,8 @@ def gradcheck(
         ValueError: when no argument is a float array.
     """
     target = dispatcher if dispatcher is not None else getattr(fn_or_op, "dispatcher", None)
-    values = [_float64(a) if differentiable(a) else a for a in args]
-    positions = [i for i, value in enumerate(values) if isinstance(value, np.ndarray)]
+    positions = [i for i, value in enumerate(args) if differentiable(value)]
+    values = [_float64(a) if i in positions else a for i, a in enumerate(args)]
     if not positions:
         raise ValueError(
             "gradcheck: no argument is a float array. Gradients are checked for float "
