@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from customop.dispatch import Dispatcher, DispatchKey, OperatorHandle
-from customop.library._autograd import AutogradFormula
+from customop.library._autograd import FORMULA_KEY, AutogradFormula
 from customop.tensor import empty_like
 
 __all__ = ["define_builtins"]
@@ -70,7 +70,7 @@ def _define(
     dispatcher.register_def(schema, source=_SOURCE, kernels=kernels)
     handle = dispatcher.find_schema_or_throw(name)
     dispatcher.register_impl(
-        handle.name, DispatchKey.Autograd, _formula(handle, backward), boxed=True, source=_SOURCE
+        handle.name, FORMULA_KEY, _formula(handle, backward), boxed=True, source=_SOURCE
     )
     return handle
 

@@ -1,23 +1,26 @@
-"""The Autograd keys at work: the formula kernel's recorder, the no-formula fallback, install.
+"""How the transforms use the dispatcher: the formula kernels' recorder, the fallback, install.
 
-NOTE: how the Autograd keys get activated. A transform enters
-``include_keys(DispatchKey.Autograd)`` around the forward it records, and
-nothing else does: calls outside a transform compute no Autograd bit, so
-they stay on the generated fast path whatever kernels the Autograd keys
-hold, and no array type changes (numpy, cupy, torch and user arrays, fakes
-and the tracer's fakes all work as they are). Inside, every call reaches
-the Autograd key: an op with a formula runs `AutogradFormula` (which calls
-`record` here through the engine hook), an op without one runs the
-dispatcher's Autograd fallback, which `install` makes `record_untracked`
-in place of the default fallthrough, so a gradient through such an op is
-caught before any backward runs. The alternative, a JAX-style wrapper type
-carrying the Autograd key, would have to forward every array method and
-unwrap at every kernel, and would hand fakes the tracer does not know.
+NOTE: how the Autograd keys get activated. Every array carries its backend's
+autograd key (``AutogradCPU`` for numpy), and those keys keep their default
+fallthrough, so a call outside a transform never stops there and keeps its
+generated fast path, whether or not the op has a formula. Formulas live on
+``AutogradOther`` (`FORMULA_KEY`), which no array carries; a transform
+enters ``include_keys(AutogradOther)`` around the forward it records, as
+``trace`` includes ``Tracer``. Inside, an op with a formula runs its
+`AutogradFormula` kernel (which calls `record` here through the engine
+hook), an op without one runs the dispatcher's AutogradOther fallback, which
+`install` makes `record_untracked` in place of the default fallthrough, so a
+gradient through such an op is caught before any backward runs, and a
+CompositeImplicitAutograd op decomposes into ops that record themselves.
+The alternative, a JAX-style wrapper type carrying the key, would have to
+forward every array method and unwrap at every kernel, and would hand the
+tracer values it does not know; identity tracking keeps every backend's own
+arrays (see `_tape`).
 
-Both kernels compute below the Autograd keys with no tape active (kernels
-that call ops are not recorded twice, as torch's AutoDispatchBelowAutograd),
-then record the call on every active tape that tracks one of its inputs:
-nested transforms share one forward.
+Both kernels compute below AutogradOther with no tape active (kernels that
+call ops are not recorded twice, as torch's AutoDispatchBelowAutograd), then
+record the call on every active tape that tracks one of its inputs: nested
+transforms share one forward.
 """
 
 from __future__ import annotations
@@ -27,14 +30,21 @@ import weakref
 from typing import Any, Final
 
 from customop.autograd._tape import ACTIVE, bind_inputs, tensor_positions
-from customop.dispatch import Dispatcher, DispatchKey, DispatchKeySet, OperatorHandle
+from customop.dispatch import (
+    Dispatcher,
+    DispatchKey,
+    DispatchKeySet,
+    OperatorHandle,
+    below,
+    fallthrough,
+)
 from customop.dispatch._kernel import DEFAULT_SOURCE
 from customop.dispatch._keys import keyset_from_bits
-from customop.library._autograd import AutogradFormula, set_engine
+from customop.library._autograd import FORMULA_KEY, AutogradFormula, set_engine
 
 __all__ = ["Builtins", "install", "record", "record_untracked"]
 
-_NOT_AUTOGRAD_BITS: Final = (~DispatchKey.Autograd.expansion).bits
+_BELOW_BITS: Final = below(FORMULA_KEY).bits
 _set_active = ACTIVE.set
 _reset_active = ACTIVE.reset
 _get_active = ACTIVE.get
@@ -49,12 +59,12 @@ def record(
 ) -> Any:
     """Compute below the Autograd keys, then record the call on the tapes that track it."""
     tapes = _get_active()
-    below = keyset_from_bits(keyset.bits & _NOT_AUTOGRAD_BITS)
+    lower = keyset_from_bits(keyset.bits & _BELOW_BITS)
     if not tapes:
-        return op.redispatch(below, *args, **kwargs)
+        return op.redispatch(lower, *args, **kwargs)
     token = _set_active(())
     try:
-        result = op.redispatch(below, *args, **kwargs)
+        result = op.redispatch(lower, *args, **kwargs)
         positions = tensor_positions(op.schema)
         inputs: tuple[Any, ...] | None = None
         for tape in tapes:
@@ -111,8 +121,9 @@ _install_lock = threading.Lock()
 def install(dispatcher: Dispatcher) -> Builtins:
     """Make ``dispatcher`` ready for transforms (once): the Autograd fallback and builtins.
 
-    The default Autograd fallthrough is replaced by `record_untracked`; a
-    fallback the user registered on the Autograd keys is left alone.
+    The default fallthrough on AutogradOther is replaced by `record_untracked`
+    (the per-backend autograd keys keep theirs); a fallback the user
+    registered on the Autograd keys is left alone.
     """
     found = _installed.get(dispatcher)
     if found is not None:
@@ -121,13 +132,13 @@ def install(dispatcher: Dispatcher) -> Builtins:
         found = _installed.get(dispatcher)
         if found is not None:
             return found
-        current = dispatcher._fallbacks.get(DispatchKey.AutogradOther)
+        current = dispatcher._fallbacks.get(FORMULA_KEY)
         if current is None or current.source == DEFAULT_SOURCE:
             for handle in dispatcher.default_registrations:
-                if handle.description == "fallback Autograd":
+                if handle.description == "fallback Autograd" and handle.active:
                     handle.remove()
-            dispatcher.register_fallback(
-                DispatchKey.Autograd, record_untracked, debug="customop.autograd"
-            )
+                    for key in DispatchKey.Autograd.expansion - FORMULA_KEY:
+                        dispatcher.register_fallback(key, fallthrough, debug="customop default")
+            dispatcher.register_fallback(FORMULA_KEY, record_untracked, debug="customop.autograd")
         found = _installed[dispatcher] = Builtins(dispatcher)
     return found

@@ -14,9 +14,10 @@ from typing import Any
 from customop.autograd._backward import backward
 from customop.autograd._engine import Builtins, install
 from customop.autograd._tape import ACTIVE, Tape, Var, differentiable
-from customop.dispatch import Dispatcher, DispatchKey, include_keys
+from customop.dispatch import Dispatcher, include_keys
 from customop.dispatch._global import dispatcher as default_dispatcher
 from customop.exceptions import AutogradError
+from customop.library._autograd import FORMULA_KEY
 
 __all__ = ["grad", "value_and_grad", "vjp"]
 
@@ -26,7 +27,7 @@ def _forward(
 ) -> Any:
     token = ACTIVE.set((*ACTIVE.get(), tape))
     try:
-        with include_keys(DispatchKey.Autograd):
+        with include_keys(FORMULA_KEY):
             return fn(*args, **kwargs)
     finally:
         ACTIVE.reset(token)

@@ -1,11 +1,18 @@
-"""``register_autograd``: a backward formula for an op, stored on its ``Autograd`` key.
+"""``register_autograd``: a backward formula for an op, stored on its ``AutogradOther`` key.
 
-The formula is an `AutogradFormula` registered as the op's boxed kernel on the
-``Autograd`` alias key, so ``dump_table`` lists it on every ``Autograd*`` key
-like any kernel, and removing its handle removes it. What the kernel does when
-it runs (record the call for a backward pass) belongs to the autograd layer
-above, which installs itself with `set_engine`; until then the kernel only
-runs the keys below it.
+The formula is an `AutogradFormula` registered as the op's boxed kernel on
+`FORMULA_KEY`, so ``dump_table`` lists it like any kernel, and removing its
+handle removes it. What the kernel does when it runs (record the call for a
+backward pass) belongs to the autograd layer above, which installs itself
+with `set_engine`; until then the kernel only runs the keys below it.
+
+NOTE: why AutogradOther and not the Autograd alias. Every array carries its
+backend's autograd key (``AutogradCPU`` for numpy), so a kernel on those keys
+would run on every call of the op, transform or not, and cost it the fast
+path (about 10x). No array carries AutogradOther: the transforms include it
+while they record, as tracing includes ``Tracer``, so an op with a formula
+costs nothing extra outside them. Kernels users register on the per-backend
+autograd keys keep their meaning.
 
 The meaning is ``torch.library.register_autograd``'s: ``setup_context(ctx,
 inputs, output)`` runs after the forward with the op's arguments in schema
@@ -25,6 +32,7 @@ from customop.dispatch import (
     DispatchKeySet,
     OperatorHandle,
     RegistrationHandle,
+    below,
 )
 from customop.dispatch._global import dispatcher as default_dispatcher
 from customop.dispatch._kernel import caller_source
@@ -35,6 +43,7 @@ if TYPE_CHECKING:
     from customop.library._library import Library
 
 __all__ = [
+    "FORMULA_KEY",
     "AutogradEngine",
     "AutogradFormula",
     "formula_of",
@@ -43,9 +52,9 @@ __all__ = [
     "set_engine",
 ]
 
-_AUTOGRAD: Final = DispatchKey.Autograd
-#: Every key below the lowest Autograd key: what a formula's kernel computes with.
-_NOT_AUTOGRAD: Final = ~DispatchKey.Autograd.expansion
+#: The key formulas are registered on and transforms include (see the NOTE above).
+FORMULA_KEY: Final = DispatchKey.AutogradOther
+_BELOW: Final = below(FORMULA_KEY)
 
 
 class AutogradEngine(Protocol):
@@ -75,7 +84,7 @@ class _Forward:
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
     ) -> Any:
-        return op.redispatch(keyset & _NOT_AUTOGRAD, *args, **kwargs)
+        return op.redispatch(keyset & _BELOW, *args, **kwargs)
 
 
 _engine: list[AutogradEngine] = [_Forward()]
@@ -88,7 +97,7 @@ def set_engine(engine: AutogradEngine) -> None:
 
 @final
 class AutogradFormula:
-    """An op's backward formula, as registered: the kernel on its ``Autograd`` key.
+    """An op's backward formula, as registered: the kernel on its ``AutogradOther`` key.
 
     Attributes:
         backward: ``backward(ctx, *grads)``, one gradient per input.
@@ -144,7 +153,7 @@ def formula_of(op: object, *, dispatcher: Dispatcher | None = None) -> AutogradF
         dispatcher: Where to look a name up (default: ``customop.dispatcher``).
 
     Returns:
-        The newest live `AutogradFormula` on the op's ``Autograd`` key, else None
+        The newest live `AutogradFormula` on the op's `FORMULA_KEY`, else None
         (also for a name no op has).
     """
     d = default_dispatcher if dispatcher is None else dispatcher
@@ -154,7 +163,7 @@ def formula_of(op: object, *, dispatcher: Dispatcher | None = None) -> AutogradF
             return None
         op = found
     handle = _handle_of(op, d, "formula_of")
-    record = handle._entry.top(_AUTOGRAD)
+    record = handle._entry.top(FORMULA_KEY)
     fn = None if record is None else record.fn
     return fn if isinstance(fn, AutogradFormula) else None
 
@@ -267,7 +276,7 @@ def _register(
     check_formula(schema, backward, setup_context, api, kernel_keys)
     formula = AutogradFormula(backward, setup_context, schema)
     return handle.dispatcher.register_impl(
-        handle.name, _AUTOGRAD, formula, boxed=True, source=source
+        handle.name, FORMULA_KEY, formula, boxed=True, source=source
     )
 
 
