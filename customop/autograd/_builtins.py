@@ -21,26 +21,26 @@ _SOURCE: Final = "<customop autograd>"
 _CEA: Final = DispatchKey.CompositeExplicitAutograd
 
 
-def add(a: Any, b: Any) -> Any:
-    """``a + b`` in a new array of ``a``'s backend and shape."""
-    out = empty_like(a)
-    out[...] = a
-    out += b
-    return out
+def _kernels(dispatcher: Dispatcher) -> tuple[Any, Any, Any]:
+    """The kernels, allocating with ``dispatcher``'s backends (user array types included)."""
 
+    def add(a: Any, b: Any) -> Any:
+        out = empty_like(a, dispatcher=dispatcher)
+        out[...] = a
+        out += b
+        return out
 
-def ones_like(x: Any) -> Any:
-    """A new array of ones shaped like ``x``."""
-    out = empty_like(x)
-    out[...] = 1
-    return out
+    def ones_like(x: Any) -> Any:
+        out = empty_like(x, dispatcher=dispatcher)
+        out[...] = 1
+        return out
 
+    def zeros_like(x: Any) -> Any:
+        out = empty_like(x, dispatcher=dispatcher)
+        out[...] = 0
+        return out
 
-def zeros_like(x: Any) -> Any:
-    """A new array of zeros shaped like ``x``."""
-    out = empty_like(x)
-    out[...] = 0
-    return out
+    return add, ones_like, zeros_like
 
 
 def _fake_add(a: Any, b: Any) -> Any:
@@ -83,6 +83,7 @@ def define_builtins(
     dispatcher: Dispatcher,
 ) -> tuple[OperatorHandle, OperatorHandle, OperatorHandle]:
     """Define ``autograd::add``, ``autograd::ones_like`` and ``autograd::zeros_like``."""
+    add, ones_like, zeros_like = _kernels(dispatcher)
     return (
         _define(
             dispatcher, "autograd::add(Tensor a, Tensor b) -> Tensor", add, _fake_add, _add_backward

@@ -188,7 +188,11 @@ def define(dispatcher: Dispatcher, ns: str = "nn") -> SimpleNamespace:  # noqa: 
         rstd = 1 / np.sqrt(x.var(-1, keepdims=True) + eps)
         xhat = (x - mean) * rstd
         gx = g * weight
-        dx = rstd / n * (n * gx - gx.sum(-1, keepdims=True) - xhat * (gx * xhat).sum(-1, keepdims=True))
+        dx = (
+            rstd
+            / n
+            * (n * gx - gx.sum(-1, keepdims=True) - xhat * (gx * xhat).sum(-1, keepdims=True))
+        )
         rows = tuple(range(g.ndim - 1))
         return dx, (g * xhat).sum(rows), g.sum(rows)
 
@@ -210,7 +214,9 @@ def define(dispatcher: Dispatcher, ns: str = "nn") -> SimpleNamespace:  # noqa: 
 
     # -- flash-attention-shaped pair: forward returns (out, softmax_lse) ----------------------
     @op("flash_attn_forward")
-    def flash_attn_forward(q: Array, k: Array, v: Array, softmax_scale: float) -> tuple[Array, Array]:
+    def flash_attn_forward(
+        q: Array, k: Array, v: Array, softmax_scale: float
+    ) -> tuple[Array, Array]:
         s = np.matmul(q, np.swapaxes(k, -1, -2)) * softmax_scale
         m = s.max(-1, keepdims=True)
         lse = m + np.log(np.exp(s - m).sum(-1, keepdims=True))
@@ -289,10 +295,8 @@ def define(dispatcher: Dispatcher, ns: str = "nn") -> SimpleNamespace:  # noqa: 
         return x * x
 
     square_wrong.register_fake(lambda x: empty_like(x))
-    square_wrong.register_autograd(
-        lambda ctx, g: mul(g, ctx.x), setup_context=keep_x
-    )
+    square_wrong.register_autograd(lambda ctx, g: mul(g, ctx.x), setup_context=keep_x)
 
-    return SimpleNamespace(**{
-        name: value for name, value in locals().items() if hasattr(value, "register_autograd")
-    })
+    return SimpleNamespace(
+        **{name: value for name, value in locals().items() if hasattr(value, "register_autograd")}
+    )
