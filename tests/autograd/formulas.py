@@ -223,7 +223,7 @@ def define(dispatcher: Dispatcher, ns: str = "nn") -> SimpleNamespace:  # noqa: 
         return np.matmul(np.exp(s - lse), v), lse[..., 0]
 
     @op("flash_attn_backward")
-    def flash_attn_backward(
+    def flash_attn_backward(  # noqa: PLR0917 -- flash-attn's own positional signature
         dout: Array, dlse: Array, q: Array, k: Array, v: Array, out: Array, lse: Array,
         softmax_scale: float,
     ) -> tuple[Array, Array, Array]:  # fmt: skip

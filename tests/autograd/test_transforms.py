@@ -55,7 +55,7 @@ def test_an_op_used_many_times_accumulates(nn: SimpleNamespace, dispatcher: Disp
 
 
 def test_vjp_of_two_outputs(nn: SimpleNamespace, dispatcher: Dispatcher) -> None:
-    (s, c), vjp_fn = vjp(nn.sincos, X, dispatcher=dispatcher)
+    (s, _c), vjp_fn = vjp(nn.sincos, X, dispatcher=dispatcher)
     np.testing.assert_allclose(s, np.sin(X))
     (gx,) = vjp_fn((np.ones(3), 2 * np.ones(3)))
     np.testing.assert_allclose(gx, np.cos(X) - 2 * np.sin(X))
