@@ -103,6 +103,10 @@ def _send(grads: dict[Var, Any], node: Node, index: int, grad: Any, builtins: Bu
     var = node.in_vars[index]
     if grad is None or var is None:
         return
+    if type(var) is Var:
+        _check_shape(node, index, grad, node.inputs[index])
+        _accumulate(grads, var, grad, builtins)
+        return
     name = node.op.schema.arguments[index].name
     if isinstance(var, list):
         if not isinstance(grad, list | tuple) or len(grad) != len(var):
@@ -113,18 +117,25 @@ def _send(grads: dict[Var, Any], node: Node, index: int, grad: Any, builtins: Bu
             )
         for position, (item_var, item) in enumerate(zip(var, grad, strict=True)):
             if item_var is not None and item is not None:
-                _check_shape(node, f"{name}[{position}]", item, node.inputs[index][position])
+                _check_shape(node, (index, position), item, node.inputs[index][position])
                 _accumulate(grads, item_var, item, builtins)
-        return
-    _check_shape(node, name, grad, node.inputs[index])
-    _accumulate(grads, var, grad, builtins)
 
 
-def _check_shape(node: Node, name: str, grad: Any, value: Any) -> None:
+def _check_shape(node: Node, where: int | tuple[int, int], grad: Any, value: Any) -> None:
     shape = getattr(grad, "shape", None)
-    expected = tuple(value.shape)
-    if shape is None or not _same_shape(tuple(shape), expected):
+    expected = value.shape
+    try:
+        if shape == expected:  # the common case, decided without building tuples
+            return
+    except Exception:
+        pass
+    if shape is None or not _same_shape(tuple(shape), tuple(expected)):
+        index = where if isinstance(where, int) else where[0]
+        name = node.op.schema.arguments[index].name
+        if not isinstance(where, int):
+            name = f"{name}[{where[1]}]"
         got = "no shape" if shape is None else f"shape {tuple(shape)}"
+        expected = tuple(expected)
         raise AutogradError(
             f"{node.name}: backward returned a gradient with {got} for input {name!r} of shape "
             f"{expected}. A gradient has its input's shape. Reduce or reshape it in the "

@@ -10,7 +10,6 @@ untracked output and say so.
 
 from __future__ import annotations
 
-import contextlib
 from contextvars import ContextVar
 from typing import Any, Final, final
 
@@ -69,28 +68,34 @@ class Node:
         return str(self.op.name)
 
 
-_FLOAT: dict[Any, bool] = {}
+# id(dtype object) -> (the object, differentiable?). By identity: dtype objects are
+# few and long-lived (numpy's and torch's are singletons), and hashing a numpy dtype
+# costs several times a dict lookup by int. The object is kept so its id stays unique.
+_FLOAT: dict[int, tuple[Any, bool]] = {}
 
 
 def differentiable(value: Any) -> bool:
     """Whether ``value`` is an array with a floating or complex dtype."""
     dtype = getattr(value, "dtype", None)
-    if dtype is None or isinstance(value, type) or not hasattr(value, "shape"):
+    if dtype is None:
         return False
+    known = _FLOAT.get(id(dtype))
+    if known is not None and known[0] is dtype:
+        return known[1] and not isinstance(value, type)
+    if isinstance(value, type) or not hasattr(value, "shape"):
+        return False  # np.float32 itself has shape and dtype descriptors
     try:
-        known = _FLOAT.get(dtype)
-    except TypeError:  # an unhashable dtype object
-        known = None
-    if known is None:
-        try:
-            found = to_dtype(dtype)
-        except (TypeError, ValueError):
-            known = False
-        else:
-            known = found.is_floating_point or found.is_complex
-        with contextlib.suppress(TypeError):  # an unhashable dtype: not memoized
-            _FLOAT[dtype] = known
-    return known
+        found = to_dtype(dtype)
+    except (TypeError, ValueError):
+        floating = False
+    else:
+        floating = found.is_floating_point or found.is_complex
+    if len(_FLOAT) < _FLOAT_CAP:
+        _FLOAT[id(dtype)] = (dtype, floating)
+    return floating
+
+
+_FLOAT_CAP: Final = 1024
 
 
 _POSITIONS: dict[int, tuple[FunctionSchema, tuple[tuple[int, str, bool], ...]]] = {}
@@ -191,28 +196,29 @@ class Tape:
     ) -> None:
         """Add a node for a call with tracked inputs, and track its float outputs."""
         ctx = None
+        count = len(inputs)
         if formula is not None:
-            needs = tuple(_needs(in_vars.get(i)) for i in range(len(inputs)))
-            ctx = AutogradContext(needs)
+            ctx = AutogradContext(tuple([_needs(in_vars.get(i)) for i in range(count)]))
             if formula.setup_context is not None:
                 formula.setup_context(ctx, inputs, result)
         node = Node(op, formula, inputs, in_vars, ctx)
         outputs = tuple(result) if isinstance(result, tuple | list) else (result,)
-        input_ids = {id(value) for value in inputs}
         out_vars: list[Var | None] = []
         for index, value in enumerate(outputs):
             if not differentiable(value):
                 out_vars.append(None)
                 continue
-            if id(value) in input_ids:
-                raise AutogradError(
-                    f"{node.name}: output {index} is one of the op's input objects. Gradients "
-                    "are tracked per array object, so an op that returns its input would merge "
-                    "two values. Return a new array (a copy) from the kernel."
-                )
+            for item in inputs:
+                if item is value:
+                    raise AutogradError(
+                        f"{node.name}: output {index} is one of the op's input objects. "
+                        "Gradients are tracked per array object, so an op that returns its "
+                        "input would merge two values. Return a new array (a copy) from the "
+                        "kernel."
+                    )
+            # The node keeps its outputs (and so their ids) alive.
             var = self.vars[id(value)] = Var(node, index)
             out_vars.append(var)
-            self.keep.append(value)
         node.outputs = outputs
         node.out_vars = tuple(out_vars)
         self.nodes.append(node)
