@@ -93,8 +93,11 @@ def torch_rows() -> dict[str, float]:
         def backward(ctx: Any, g: Any) -> Any:
             return torch.neg(g)
 
+    def neg_body(x: Any) -> Any:
+        return torch.neg(x)
+
     op = torch.library.custom_op(
-        "benchadtorch::neg", lambda x: torch.neg(x), mutates_args=(), schema="(Tensor x) -> Tensor"
+        "benchadtorch::neg", neg_body, mutates_args=(), schema="(Tensor x) -> Tensor"
     )
     op.register_autograd(lambda ctx, g: op(g))
 

@@ -44,6 +44,7 @@ from customop.library._autograd import FORMULA_KEY, AutogradFormula, set_engine
 
 __all__ = ["Builtins", "install", "record", "record_untracked"]
 
+_SOURCE: Final = "<customop autograd>"
 _BELOW_BITS: Final = below(FORMULA_KEY).bits
 _set_active = ACTIVE.set
 _reset_active = ACTIVE.reset
@@ -138,7 +139,8 @@ def install(dispatcher: Dispatcher) -> Builtins:
                 if handle.description == "fallback Autograd" and handle.active:
                     handle.remove()
                     for key in DispatchKey.Autograd.expansion - FORMULA_KEY:
-                        dispatcher.register_fallback(key, fallthrough, debug="customop default")
-            dispatcher.register_fallback(FORMULA_KEY, record_untracked, debug="customop.autograd")
+                        # Still the dispatcher's own default: dumps show it as before.
+                        dispatcher._add_fallback(key, fallthrough, "", DEFAULT_SOURCE)
+            dispatcher._add_fallback(FORMULA_KEY, record_untracked, "", _SOURCE)
         found = _installed[dispatcher] = Builtins(dispatcher)
     return found
