@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import customop
-from customop import Library, RegistrationError, custom_op, register_autograd
+from customop import (
+    KernelOverrideWarning,
+    Library,
+    RegistrationError,
+    custom_op,
+    register_autograd,
+)
 from customop.autograd import AutogradFormula, formula_of
 from customop.dispatch import Dispatcher, DispatchKey
 
@@ -186,3 +195,24 @@ def test_a_replaced_custom_op_refuses_formulas(dispatcher: Dispatcher) -> None:
     _mul(dispatcher)
     with pytest.raises(RegistrationError, match="was replaced"):
         old.register_autograd(_backward)
+
+
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 3)), max_size=12))
+@settings(max_examples=40, deadline=None)
+def test_formula_of_follows_any_sequence_of_registrations(steps: list[tuple[bool, int]]) -> None:
+    dispatcher = Dispatcher()
+    mul = _mul(dispatcher)
+    live: list[tuple[Any, Any]] = []  # (handle, backward), oldest first
+    for register, pick in steps:
+        if register or not live:
+            backward = (lambda ctx, g: (g, g)) if pick % 2 else (lambda ctx, *grads: None)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", KernelOverrideWarning)
+                live.append((mul.register_autograd(backward), backward))
+        else:
+            handle, _ = live.pop(pick % len(live))
+            handle.remove()
+            handle.remove()  # idempotent
+        formula = formula_of(mul)
+        expected = live[-1][1] if live else None
+        assert (formula.backward if formula else None) is expected
