@@ -42,7 +42,11 @@ def _names(fn: Callable[..., Any], count: int) -> list[str]:
 
 
 def _float64(value: Any) -> np.ndarray[Any, Any]:
+    if hasattr(value, "detach"):  # a torch tensor that may require grad
+        value = value.detach()
     host = as_numpy(value)
+    if host is None and callable(getattr(value, "get", None)):
+        host = as_numpy(value.get())  # cupy: an explicit copy to the host
     if host is None:
         raise TypeError(
             f"gradcheck: argument {type(value).__name__} has no host data to copy. Finite "
