@@ -29,6 +29,7 @@ import threading
 import weakref
 from typing import Any, Final
 
+from customop.autograd._builtins import define_builtins
 from customop.autograd._tape import ACTIVE, bind_inputs, tensor_positions
 from customop.dispatch import (
     Dispatcher,
@@ -106,16 +107,14 @@ def record_untracked(op: OperatorHandle, keyset: DispatchKeySet, *args: Any, **k
 class Builtins:
     """The ops backward itself calls on one dispatcher (so traces record them too)."""
 
-    __slots__ = ("add", "dispatcher", "ones_like", "zeros_like")
+    __slots__ = ("add", "ones_like", "zeros_like")
 
     def __init__(self, dispatcher: Dispatcher) -> None:
-        from customop.autograd._builtins import define_builtins  # noqa: PLC0415 - cycle
-
-        self.dispatcher = dispatcher
         self.add, self.ones_like, self.zeros_like = define_builtins(dispatcher)
 
 
-_installed: weakref.WeakKeyDictionary[Dispatcher, Builtins] = weakref.WeakKeyDictionary()
+# Only a weak mark per dispatcher: anything holding its ops would keep it alive.
+_installed: weakref.WeakSet[Dispatcher] = weakref.WeakSet()
 _install_lock = threading.Lock()
 
 
@@ -126,13 +125,11 @@ def install(dispatcher: Dispatcher) -> Builtins:
     (the per-backend autograd keys keep theirs); a fallback the user
     registered on the Autograd keys is left alone.
     """
-    found = _installed.get(dispatcher)
-    if found is not None:
-        return found
+    if dispatcher in _installed:
+        return Builtins(dispatcher)  # defined already: looked up
     with _install_lock:
-        found = _installed.get(dispatcher)
-        if found is not None:
-            return found
+        if dispatcher in _installed:
+            return Builtins(dispatcher)
         current = dispatcher._fallbacks.get(FORMULA_KEY)
         if current is None or current.source == DEFAULT_SOURCE:
             for handle in dispatcher.default_registrations:
@@ -142,5 +139,6 @@ def install(dispatcher: Dispatcher) -> Builtins:
                         # Still the dispatcher's own default: dumps show it as before.
                         dispatcher._add_fallback(key, fallthrough, "", DEFAULT_SOURCE)
             dispatcher._add_fallback(FORMULA_KEY, record_untracked, "", _SOURCE)
-        found = _installed[dispatcher] = Builtins(dispatcher)
-    return found
+        builtins = Builtins(dispatcher)
+        _installed.add(dispatcher)
+    return builtins

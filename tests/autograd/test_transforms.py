@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
 from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import pytest
 
-from customop import AutogradError, Library, custom_op, empty_like
+from customop import AutogradError, Library, custom_op, empty_like, register_autograd
 from customop.autograd import grad, value_and_grad, vjp
 from customop.dispatch import Dispatcher
 from tests.autograd.formulas import define
@@ -267,3 +269,20 @@ def test_the_fallback_records_only_inside_transforms(
     table = dispatcher.dump_table(nn.total.op.handle)
     assert "AutogradCPU:" in table and "AutogradCPU:         fallthrough" in table
     assert empty_like(X).shape == X.shape
+
+
+def test_a_dispatcher_used_by_a_transform_can_be_collected() -> None:
+    def run() -> weakref.ref[Dispatcher]:
+        dispatcher = Dispatcher()
+        lib = Library("gone", "DEF", dispatcher=dispatcher)
+        lib.define("neg(Tensor x) -> Tensor")
+        lib.impl("neg", lambda x: -x, "CPU")
+        register_autograd("gone::neg", lambda ctx, g: g, dispatcher=dispatcher)
+        neg = dispatcher.find_schema_or_throw("gone::neg")
+        _, vjp_fn = vjp(lambda x: neg(x), X, dispatcher=dispatcher)
+        vjp_fn(np.ones(3))
+        return weakref.ref(dispatcher)
+
+    ref = run()
+    gc.collect()
+    assert ref() is None  # the engine keeps only a weak mark per dispatcher
