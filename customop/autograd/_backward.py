@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from customop.autograd._engine import Builtins
-from customop.autograd._tape import Node, Tape, Var
+from customop.autograd._tape import Node, Tape, Var, tensor_positions
 from customop.exceptions import AutogradError
 from customop.tensor import FakeTensor
 
@@ -87,7 +87,12 @@ def _run_formula(node: Node, out_grads: list[Any]) -> tuple[Any, ...]:
                 f"{node.name}'s backward with customop ops."
             ) from error
         raise
-    results = tuple(result) if isinstance(result, tuple | list) else (result,)
+    positions = tensor_positions(node.op.schema)
+    one_list = len(node.inputs) == 1 and bool(positions) and positions[0][2]
+    if isinstance(result, tuple) or (isinstance(result, list) and not one_list):
+        results = tuple(result)
+    else:  # one gradient for a one-input op (a list: the gradient of a Tensor[] input)
+        results = (result,)
     expected = len(node.inputs)
     if len(results) != expected:
         names = ", ".join(arg.name for arg in node.op.schema.arguments)
@@ -96,6 +101,15 @@ def _run_formula(node: Node, out_grads: list[Any]) -> tuple[Any, ...]:
             f"one per input ({names}). Gradients are matched to inputs by position. Return a "
             "tuple with one entry per input, None for inputs without a gradient."
         )
+    tensors = {index for index, _, _ in positions}
+    for index, grad in enumerate(results):
+        if grad is not None and index not in tensors:
+            name = node.op.schema.arguments[index].name
+            raise AutogradError(
+                f"{node.name}: backward returned a gradient for {name!r}, which is not a tensor "
+                "input. Only tensors have gradients (torch refuses this too). Return None in "
+                "its place."
+            )
     return results
 
 

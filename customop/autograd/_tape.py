@@ -109,6 +109,8 @@ def tensor_positions(schema: FunctionSchema) -> tuple[tuple[int, str, bool], ...
             (index, schema.arguments[index].name, kind in ("list", "optional_list"))
             for index, kind in schema.tensor_argument_positions
         )
+        if len(_POSITIONS) >= _FLOAT_CAP:
+            _POSITIONS.clear()  # schemas of ops long gone: start over rather than grow
         found = _POSITIONS[id(schema)] = (schema, positions)
     return found[1]
 

@@ -116,6 +116,7 @@ def value_and_grad(
         nums = _argnums(argnums, len(args), api)
         tape = Tape()
         leaves = [tape.leaf(args[num], num, api) for num in nums]
+        tape.see(args)  # an argument returned as it is depends on no differentiated one
         result = _forward(tape, fn, args, kwargs)
         out, aux = _split_aux(result, has_aux, api)
         shape = getattr(out, "shape", None)

@@ -206,23 +206,28 @@ def test_the_same_array_twice_is_refused(nn: SimpleNamespace, dispatcher: Dispat
     [
         (
             lambda ctx, g: g,
-            "bw::mul: backward returned 1 gradient(s), expected 2: one per input (a, b). "
+            "bw::mul: backward returned 1 gradient(s), expected 3: one per input (a, b, k). "
             "Gradients are matched to inputs by position. Return a tuple with one entry per "
             "input, None for inputs without a gradient.",
         ),
         (
-            lambda ctx, g: (g[:2], None),
+            lambda ctx, g: (g[:2], None, None),
             "bw::mul: backward returned a gradient with shape (2,) for input 'a' of shape (3,). "
             "A gradient has its input's shape. Reduce or reshape it in the backward (for a "
             "broadcast input, sum over the broadcast dimensions).",
         ),
+        (
+            lambda ctx, g: (g, None, 1.0),
+            "bw::mul: backward returned a gradient for 'k', which is not a tensor input. Only "
+            "tensors have gradients (torch refuses this too). Return None in its place.",
+        ),
     ],
-    ids=["wrong-count", "wrong-shape"],
+    ids=["wrong-count", "wrong-shape", "non-tensor"],
 )
 def test_backward_results_are_checked(dispatcher: Dispatcher, backward: Any, message: str) -> None:
     @custom_op("bw::mul", mutates_args=(), dispatcher=dispatcher)
-    def mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return a * b
+    def mul(a: np.ndarray, b: np.ndarray, k: float = 1.0) -> np.ndarray:
+        return a * b * k
 
     mul.register_autograd(backward)
     _, vjp_fn = vjp(lambda a: mul(a, Y), X, dispatcher=dispatcher)
@@ -253,7 +258,7 @@ def test_list_inputs(dispatcher: Dispatcher) -> None:
     scale.register_autograd(lambda ctx, g: (scale(g, ctx.k), None),
                             setup_context=lambda ctx, i, o: setattr(ctx, "k", i[1]))  # fmt: skip
     weighted.register_autograd(
-        lambda ctx, g: ([scale(g, float(i + 1)) for i in range(ctx.n)],),
+        lambda ctx, g: [scale(g, float(i + 1)) for i in range(ctx.n)],  # a list: for xs
         setup_context=lambda ctx, inputs, output: setattr(ctx, "n", len(inputs[0])),
     )
     _, vjp_fn = vjp(lambda a, b: weighted([a, Y, b]), X, Y.copy(), dispatcher=dispatcher)
@@ -286,3 +291,10 @@ def test_a_dispatcher_used_by_a_transform_can_be_collected() -> None:
     ref = run()
     gc.collect()
     assert ref() is None  # the engine keeps only a weak mark per dispatcher
+
+
+def test_returning_an_argument(nn: SimpleNamespace, dispatcher: Dispatcher) -> None:
+    np.testing.assert_array_equal(
+        grad(lambda x, y: y, dispatcher=dispatcher)(X, np.asarray(2.0)), np.zeros(3)
+    )
+    np.testing.assert_array_equal(grad(lambda x: x, dispatcher=dispatcher)(np.asarray(2.0)), 1.0)
