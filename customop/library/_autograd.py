@@ -106,7 +106,14 @@ class AutogradFormula:
         name: The op's name, ``"ns::op"`` (with ``.overload`` when it has one).
     """
 
-    __slots__ = ("__name__", "backward", "name", "schema", "setup_context")
+    # A dict: each slot's descriptor gets its docstring.
+    __slots__ = {  # noqa: RUF023 -- documentation order
+        "backward": "``backward(ctx, *grads)``, one gradient per input.",
+        "setup_context": "``setup_context(ctx, inputs, output)``, or None.",
+        "schema": "The op's schema when the formula was registered.",
+        "name": 'The op\'s name, ``"ns::op"`` (with ``.overload`` when it has one).',
+        "__name__": "What dumps show for the kernel: ``autograd(<backward's name>)``.",
+    }
 
     def __init__(
         self,
