@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import weakref
+from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
 from typing import Any
 
@@ -298,3 +299,17 @@ def test_returning_an_argument(nn: SimpleNamespace, dispatcher: Dispatcher) -> N
         grad(lambda x, y: y, dispatcher=dispatcher)(X, np.asarray(2.0)), np.zeros(3)
     )
     np.testing.assert_array_equal(grad(lambda x: x, dispatcher=dispatcher)(np.asarray(2.0)), 1.0)
+
+
+def test_transforms_in_threads_record_only_their_own_calls(
+    nn: SimpleNamespace, dispatcher: Dispatcher
+) -> None:
+    def work(scale: float) -> list[Any]:
+        x = X * scale
+        return [grad(lambda v: nn.total(nn.mul(v, v)), dispatcher=dispatcher)(x) for _ in range(20)]
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(work, [1.0, 3.0]))
+    for scale, grads in zip([1.0, 3.0], results, strict=True):
+        for g in grads:
+            np.testing.assert_allclose(g, 2 * X * scale)
