@@ -4,6 +4,7 @@ The public surface is exactly ``__all__``; everything else lives in private
 modules. The guides are in the ``docs/`` folder.
 """
 
+from customop.autograd import gradcheck
 from customop.dispatch import DispatchKey
 from customop.dispatch import DispatchKeySet
 from customop.dispatch import Dispatcher
@@ -14,8 +15,10 @@ from customop.dispatch import exclude_keys
 from customop.dispatch import fallthrough
 from customop.dispatch import include_keys
 from customop.dispatch._global import dispatcher
+from customop.exceptions import AutogradError
 from customop.exceptions import CodegenError
 from customop.exceptions import DispatchKeyError
+from customop.exceptions import GradcheckError
 from customop.exceptions import KernelOverrideWarning
 from customop.exceptions import MissingKernelError
 from customop.exceptions import OpCheckError
@@ -37,6 +40,7 @@ from customop.library import library
 from customop.library import library_fragment
 from customop.library import library_impl
 from customop.library import ops
+from customop.library import register_autograd
 from customop.library import register_blockwise
 from customop.library import register_fake
 from customop.library import register_kernel
@@ -62,6 +66,7 @@ import customop.dask as _dask  # noqa: F401
 __version__ = "0.1.0"
 
 __all__ = [
+    "AutogradError",
     "CodegenError",
     "CustomOpDef",
     "DebugCheckError",
@@ -73,6 +78,7 @@ __all__ = [
     "FakeTensor",
     "FakeTensorMode",
     "FunctionSchema",
+    "GradcheckError",
     "Graph",
     "KernelOverrideWarning",
     "Library",
@@ -98,6 +104,7 @@ __all__ = [
     "exclude_keys",
     "fallthrough",
     "get_ctx",
+    "gradcheck",
     "include_keys",
     "infer_schema",
     "library",
@@ -108,6 +115,7 @@ __all__ = [
     "ops",
     "parse_operator_name",
     "parse_schema",
+    "register_autograd",
     "register_backend",
     "register_blockwise",
     "register_fake",

@@ -1,0 +1,144 @@
+"""How the transforms use the dispatcher: the formula kernels' recorder, the fallback, install.
+
+NOTE: how the Autograd keys get activated. Every array carries its backend's
+autograd key (``AutogradCPU`` for numpy), and those keys keep their default
+fallthrough, so a call outside a transform never stops there and keeps its
+generated fast path, whether or not the op has a formula. Formulas live on
+``AutogradOther`` (`FORMULA_KEY`), which no array carries; a transform
+enters ``include_keys(AutogradOther)`` around the forward it records, as
+``trace`` includes ``Tracer``. Inside, an op with a formula runs its
+`AutogradFormula` kernel (which calls `record` here through the engine
+hook), an op without one runs the dispatcher's AutogradOther fallback, which
+`install` makes `record_untracked` in place of the default fallthrough, so a
+gradient through such an op is caught before any backward runs, and a
+CompositeImplicitAutograd op decomposes into ops that record themselves.
+The alternative, a JAX-style wrapper type carrying the key, would have to
+forward every array method and unwrap at every kernel, and would hand the
+tracer values it does not know; identity tracking keeps every backend's own
+arrays (see `_tape`).
+
+Both kernels compute below AutogradOther with no tape active (kernels that
+call ops are not recorded twice, as torch's AutoDispatchBelowAutograd), then
+record the call on every active tape that tracks one of its inputs: nested
+transforms share one forward.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Any, Final
+
+from customop.autograd._builtins import define_builtins
+from customop.autograd._tape import ACTIVE, bind_inputs, tensor_positions
+from customop.dispatch import (
+    Dispatcher,
+    DispatchKey,
+    DispatchKeySet,
+    OperatorHandle,
+    below,
+    fallthrough,
+)
+from customop.dispatch._kernel import DEFAULT_SOURCE
+from customop.dispatch._keys import keyset_from_bits
+from customop.library._autograd import FORMULA_KEY, AutogradFormula, set_engine
+
+__all__ = ["Builtins", "install", "record", "record_untracked"]
+
+_SOURCE: Final = "<customop autograd>"
+_BELOW_BITS: Final = below(FORMULA_KEY).bits
+_set_active = ACTIVE.set
+_reset_active = ACTIVE.reset
+_get_active = ACTIVE.get
+
+
+def record(
+    formula: AutogradFormula | None,
+    op: OperatorHandle,
+    keyset: DispatchKeySet,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> Any:
+    """Compute below the Autograd keys, then record the call on the tapes that track it."""
+    tapes = _get_active()
+    lower = keyset_from_bits(keyset.bits & _BELOW_BITS)
+    if not tapes:
+        return op.redispatch(lower, *args, **kwargs)
+    token = _set_active(())
+    try:
+        result = op.redispatch(lower, *args, **kwargs)
+        positions = tensor_positions(op.schema)
+        inputs: tuple[Any, ...] | None = None
+        for tape in tapes:
+            in_vars = tape.tracked(positions, args, kwargs)
+            if in_vars is None:
+                tape.see(result)
+                continue
+            if inputs is None:
+                inputs = bind_inputs(op.schema, args, kwargs)
+            tape.record(op, formula, inputs, in_vars, result)
+    finally:
+        _reset_active(token)
+    return result
+
+
+class _Engine:
+    """The engine `AutogradFormula` kernels call (see `customop.library._autograd`)."""
+
+    def run(
+        self,
+        formula: AutogradFormula,
+        op: OperatorHandle,
+        keyset: DispatchKeySet,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+    ) -> Any:
+        return record(formula, op, keyset, args, kwargs)
+
+
+set_engine(_Engine())
+
+
+def record_untracked(op: OperatorHandle, keyset: DispatchKeySet, *args: Any, **kwargs: Any) -> Any:
+    """The Autograd fallback: ops without a formula are recorded as nodes backward refuses."""
+    return record(None, op, keyset, args, kwargs)
+
+
+class Builtins:
+    """The ops backward itself calls on one dispatcher (so traces record them too)."""
+
+    __slots__ = ("add", "ones_like", "zeros_like")
+
+    def __init__(self, dispatcher: Dispatcher) -> None:
+        self.add, self.ones_like, self.zeros_like = define_builtins(dispatcher)
+
+
+# Only a weak mark per dispatcher: anything holding its ops would keep it alive.
+_installed: weakref.WeakSet[Dispatcher] = weakref.WeakSet()
+_install_lock = threading.Lock()
+
+
+def install(dispatcher: Dispatcher) -> Builtins:
+    """Make ``dispatcher`` ready for transforms (once): the Autograd fallback and builtins.
+
+    The default fallthrough on AutogradOther is replaced by `record_untracked`
+    (the per-backend autograd keys keep theirs); a fallback the user
+    registered on the Autograd keys is left alone.
+    """
+    if dispatcher in _installed:
+        return Builtins(dispatcher)  # defined already: looked up
+    with _install_lock:
+        if dispatcher in _installed:
+            return Builtins(dispatcher)
+        current = dispatcher._fallbacks.get(FORMULA_KEY)
+        if current is None or current.source == DEFAULT_SOURCE:
+            for handle in dispatcher.default_registrations:
+                if handle.description == "fallback Autograd" and handle.active:
+                    handle.remove()
+                    for key in DispatchKey.Autograd.expansion - FORMULA_KEY:
+                        # Still the dispatcher's own default: dumps show it as before.
+                        dispatcher._add_fallback(key, fallthrough, "", DEFAULT_SOURCE)
+            dispatcher._add_fallback(FORMULA_KEY, record_untracked, "", _SOURCE)
+        builtins = Builtins(dispatcher)
+        _installed.add(dispatcher)
+    return builtins
