@@ -78,7 +78,7 @@ from customop.trace import trace
 
 __version__ = "0.1.0"
 
-__all__ = [
+__all__ = [  # noqa: RUF022 -- plain sorted() order, which tests/test_public_api.py checks
     "CodegenError",
     "CustomOpDef",
     "DebugCheckError",

@@ -1,4 +1,4 @@
-"""Front-ends: `Library`, block decorators, ``ops``, ``@custom_op``, kernel hooks and torch.library's free functions."""
+"""Front-ends: `Library`, blocks, ``ops``, ``@custom_op``, kernel hooks, free functions."""
 
 from customop.library._custom_op import CustomOpDef
 from customop.library._custom_op import custom_op

@@ -158,9 +158,7 @@ class CustomOpDef(Generic[P, R]):
         return register if fn is None else register(fn)
 
     @overload
-    def register_fake(
-        self, fn: None = None
-    ) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
+    def register_fake(self, fn: None = None) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
 
     @overload
     def register_fake(self, fn: Callable[P, R]) -> Callable[P, R]: ...

@@ -137,7 +137,7 @@ def canonical_dtypes(fn: Callable[..., Any], schema: FunctionSchema) -> Callable
             for index, _ in dtype_slots:
                 if index < len(args) and index < positional:
                     args[index] = convert(args[index], form)  # type: ignore[index]
-        for index, name in dtype_slots:
+        for _, name in dtype_slots:
             if name in kwargs:
                 kwargs[name] = convert(kwargs[name], form)
         return fn(*args, **kwargs)

@@ -95,14 +95,16 @@ def define(
     return target.register_def(parsed, tags=read_tags(tags))
 
 
-def _impl_keys(
-    dispatcher: Dispatcher, types: str | Sequence[str], api: str
-) -> list[DispatchKey]:
+def _impl_keys(dispatcher: Dispatcher, types: str | Sequence[str], api: str) -> list[DispatchKey]:
     """Keys for torch's ``types``: device types (``"cpu"``, ``"default"``) or key names."""
     names = [types] if isinstance(types, str) else list(types)
     keys: list[DispatchKey] = []
     for name in names:
-        if name == DEFAULT_DEVICE or name in BUILTIN_DEVICES or name in dispatcher._backends.devices:
+        if (
+            name == DEFAULT_DEVICE
+            or name in BUILTIN_DEVICES
+            or name in dispatcher._backends.devices
+        ):
             keys.extend(device_keys(dispatcher, name, api))
         else:
             keys.append(dispatcher.parse_key(name, api=api))

@@ -212,7 +212,7 @@ def register_kernel(
     lib: Library | None = None,
     dispatcher: Dispatcher | None = None,
 ) -> F | Callable[[F], F]:
-    """Register ``fn`` as ``op``'s kernel for ``device_types``, as ``torch.library.register_kernel``.
+    """Register ``fn`` as ``op``'s kernel for ``device_types``, as torch.library's does.
 
     NOTE: decorator-or-call, as in torch: without ``fn`` this returns a
     decorator. Either way the function itself is returned, unchanged;

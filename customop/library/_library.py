@@ -148,10 +148,7 @@ class Library:
         self._check_open(api)
         op = self._qualify(name, api)
         key = self._key(dispatch_key, api)
-        if with_keyset:
-            kernel = _keyset_kernel(fn)
-        else:
-            kernel = self._checked(op, fn, key, api)
+        kernel = _keyset_kernel(fn) if with_keyset else self._checked(op, fn, key, api)
         handle = self.dispatcher.register_impl(op, key, kernel, boxed=with_keyset, source=source)
         self._handles.append(handle)
         return handle

@@ -18,6 +18,10 @@ The port is the same code with ``torch.library`` renamed to ``customop`` and
 numpy kernels (written by us). ``torch._check`` becomes a plain raise here.
 """
 
+# The ported code keeps the originals' names and signatures (A, B, splitK, many
+# positional parameters), so that it reads as the code it restates.
+# ruff: noqa: N803, N806
+
 from __future__ import annotations
 
 from math import prod
@@ -28,11 +32,10 @@ import pytest
 
 import customop
 from customop import Tensor
+from tests.ports._harness import check, run_every_way
 
 register_fake = customop.register_fake
 register_kernel = customop.register_kernel
-
-from tests.ports._harness import check, run_every_way  # noqa: E402 -- after the aliases, as in the original
 
 # -- int8 matmul, and its out= overload ------------------------------------------------
 
@@ -43,7 +46,7 @@ customop.define("bitsandbytes::int8_linear_matmul", "(Tensor A, Tensor B) -> Ten
 def _(A: Tensor, B: Tensor) -> Tensor:
     if A.dtype != np.int8 or B.dtype != np.int8:
         raise TypeError("A and B must be int8")
-    shapeC = (*A.shape[:-1], B.shape[0])  # noqa: N806 -- the original's name
+    shapeC = (*A.shape[:-1], B.shape[0])
     return customop.empty(shapeC, device=A.device, dtype=customop.int32)
 
 
@@ -57,7 +60,7 @@ customop.define("bitsandbytes::int8_linear_matmul.out", "(Tensor A, Tensor B, Te
 
 @register_fake("bitsandbytes::int8_linear_matmul.out")
 def _(A: Tensor, B: Tensor, out: Tensor) -> None:
-    shapeC = (*A.shape[:-1], B.shape[0])  # noqa: N806
+    shapeC = (*A.shape[:-1], B.shape[0])
     if tuple(out.shape) != shapeC:
         raise ValueError(f"Expected out.shape == {shapeC}, got {out.shape}")
 
@@ -91,7 +94,7 @@ def _(A: np.ndarray, threshold: float = 0.0) -> Any:
     if threshold > 0.0:
         columns = np.abs(A.reshape(-1, A.shape[-1])) >= threshold
         outliers = np.flatnonzero(columns.any(axis=0)).astype(np.int64)
-        A = A.copy()  # noqa: N806
+        A = A.copy()
         A[..., outliers] = 0
     row_stats = np.abs(A).max(axis=-1).reshape(-1).astype(np.float32)
     scale = (127.0 / row_stats).reshape((*A.shape[:-1], 1))
@@ -165,7 +168,7 @@ def test_the_out_overload_writes_its_out_argument() -> None:
 
 @pytest.mark.parametrize("threshold", [0.0, 2.5], ids=["no-outliers", "outliers"])
 def test_int8_vectorwise_quant_runs_every_way(threshold: float) -> None:
-    A = np.array([[1.0, -3.0, 0.5], [2.0, 0.25, -1.0]], dtype=np.float32)  # noqa: N806
+    A = np.array([[1.0, -3.0, 0.5], [2.0, 0.25, -1.0]], dtype=np.float32)
     out_row, row_stats, outliers = run_every_way(ops.int8_vectorwise_quant.default, (A, threshold))
     assert out_row.dtype == np.int8
     assert (outliers is None) == (threshold == 0.0)
@@ -183,7 +186,7 @@ def test_the_default_device_type_is_composite_explicit_autograd() -> None:
 
 
 def _blockwise_args() -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    A = np.array([[0, 1, 2], [3, 1, 0]], dtype=np.uint8)  # noqa: N806
+    A = np.array([[0, 1, 2], [3, 1, 0]], dtype=np.uint8)
     code = np.array([0.0, 0.5, -1.0, 1.0], dtype=np.float32)
     absmax = np.array([2.0, 4.0], dtype=np.float32)
     return A, absmax, code, 4
@@ -235,7 +238,7 @@ def test_a_torch_dtype_reaches_the_numpy_kernel_as_a_numpy_dtype() -> None:
 def test_fakes_get_customop_dtypes(dtype: Any) -> None:
     fake_received.clear()
     with customop.FakeTensorMode() as mode:
-        A, absmax, code, blocksize = (  # noqa: N806
+        A, absmax, code, blocksize = (
             mode.from_real(a) if isinstance(a, np.ndarray) else a for a in _blockwise_args()
         )
         out = ops.dequantize_blockwise(A, absmax, code, blocksize, dtype)
