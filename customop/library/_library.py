@@ -86,6 +86,7 @@ class Library:
     def define(
         self,
         schema: str | FunctionSchema,
+        alias_analysis: str = "",
         *,
         tags: TagsLike = (),
         source: str | None = None,
@@ -97,10 +98,17 @@ class Library:
         by default the calling user code. ``kernels`` (``{key: fn}``) registers
         the op's first kernels with the def, in one step (see
         `Dispatcher.register_def`). ``tags`` is a tag, or a sequence of them: a
-        str, or a ``torch.Tag`` (read by its name).
+        str, or a ``torch.Tag`` (read by its name). ``alias_analysis`` is
+        torch's: aliasing always comes from the schema (``"FROM_SCHEMA"``).
         """
         api = "Library.define"
         self._check_open(api)
+        if alias_analysis not in ("", "FROM_SCHEMA"):
+            raise RegistrationError(
+                f"{api}: alias_analysis={alias_analysis[:50]!r} is not supported. customop reads "
+                "aliasing from the schema's annotations only (torch's FROM_SCHEMA). Annotate the "
+                "schema, e.g. 'Tensor(a!) x', and drop alias_analysis."
+            )
         if self.kind == "IMPL":
             raise RegistrationError(
                 f"{api}: library {self.ns!r} is an IMPL library, which only registers kernels. "
@@ -133,6 +141,7 @@ class Library:
         dispatch_key: KeyLike | None = None,
         *,
         with_keyset: bool = False,
+        allow_override: bool = True,
         source: str | None = None,
     ) -> RegistrationHandle:
         """Register ``fn`` as the kernel of op ``name`` for ``dispatch_key``.
@@ -142,12 +151,16 @@ class Library:
         same. With ``with_keyset=True`` the kernel is called as
         ``fn(keyset, *args, **kwargs)``, to redispatch. When the op is already
         defined, ``fn``'s parameters are checked against its schema now, as
-        `register_kernel` does. ``source`` is as for `define`.
+        `register_kernel` does. With ``allow_override=False`` a kernel already
+        registered for the key is an error instead of being overridden (with
+        a warning). ``source`` is as for `define`.
         """
         api = "Library.impl"
         self._check_open(api)
         op = self._qualify(name, api)
         key = self._key(dispatch_key, api)
+        if not allow_override:
+            self._refuse_override(op, key, api)
         kernel = _keyset_kernel(fn) if with_keyset else self._checked(op, fn, key, api)
         handle = self.dispatcher.register_impl(op, key, kernel, boxed=with_keyset, source=source)
         self._handles.append(handle)
@@ -158,6 +171,16 @@ class Library:
         if not dispatch_key:
             return self.dispatch_key
         return self.dispatcher.parse_key(dispatch_key, api=api)
+
+    def _refuse_override(self, op: OperatorName, key: DispatchKey | None, api: str) -> None:
+        found = self.dispatcher.find_op(str(op))
+        target = DispatchKey.CompositeImplicitAutograd if key is None else key
+        if found is not None and found._entry.top(target) is not None:
+            raise RegistrationError(
+                f"{api}: {str(op)!r} already has a kernel for {target.name!r}, and "
+                "allow_override=False. Registering another would override it. Remove the first "
+                "kernel's handle, or leave allow_override at True to stack the new one over it."
+            )
 
     def _checked(
         self, op: OperatorName, fn: Callable[..., Any], key: DispatchKey | None, api: str
@@ -173,7 +196,9 @@ class Library:
         check_signature(fn, found.schema, api, what, names=api != "Library.impl")
         return canonical_dtypes(fn, found.schema)
 
-    def register_fake(self, name: str, fn: Callable[..., Any]) -> RegistrationHandle:
+    def register_fake(
+        self, name: str, fn: Callable[..., Any], *, allow_override: bool = True
+    ) -> RegistrationHandle:
         """Register ``fn`` as the fake impl of op ``name``, removed when this library closes.
 
         torch spells it ``Library._register_fake`` (vLLM's
@@ -182,6 +207,7 @@ class Library:
         Args:
             name: The op, as ``"op"``, ``"op.overload"`` or ``"ns::op"``.
             fn: The fake impl; its parameters are checked against the schema.
+            allow_override: With False, refuse when the op already has a fake impl.
 
         Returns:
             The registration's handle.
@@ -189,16 +215,24 @@ class Library:
         api = "Library.register_fake"
         self._check_open(api)
         op = self._qualify(name, api)
+        if not allow_override:
+            self._refuse_override(op, DispatchKey.Fake, api)
         fake = self._checked(op, remember_fake_impl(fn, str(op)), DispatchKey.Fake, api)
         handle = self.dispatcher.register_impl(op, DispatchKey.Fake, fake)
         self._handles.append(handle)
         return handle
 
     def _register_fake(
-        self, op_name: str, fn: Callable[..., Any], _stacklevel: int = 1
+        self,
+        op_name: str,
+        fn: Callable[..., Any],
+        _stacklevel: int = 1,
+        *,
+        allow_override: bool = True,
     ) -> RegistrationHandle:
         # torch's private spelling, kept for ported code (vLLM); see register_fake.
-        return self.register_fake(op_name, fn)
+        # _stacklevel is accepted and unused: customop finds the caller's line itself.
+        return self.register_fake(op_name, fn, allow_override=allow_override)
 
     def fallback(
         self,

@@ -179,3 +179,41 @@ def test_device_types_default_means_every_device(dispatcher: Dispatcher) -> None
     np.testing.assert_array_equal(k(np.zeros(1)), [1.0])
     handle_of(everywhere).remove()
     assert dispatcher.table_entry("sp::k", "CPU").reason == "missing"
+
+
+def test_allow_override_false_refuses_a_second_kernel(dispatcher: Dispatcher) -> None:
+    with Library("sp", "DEF", dispatcher=dispatcher) as lib:
+        lib.define("neg(Tensor x) -> Tensor")
+        lib.impl("neg", lambda x: -x, "CPU", allow_override=False)
+        with pytest.raises(RegistrationError) as excinfo:
+            lib.impl("neg", lambda x: x, "CPU", allow_override=False)
+        lib.register_fake("neg", lambda x: x)
+        with pytest.raises(RegistrationError, match=r"already has a kernel for 'Fake'"):
+            lib._register_fake("neg", lambda x: x, allow_override=False)
+        assert dispatcher.table_entry("sp::neg", "CPU").kernel == "<lambda>"
+    assert str(excinfo.value) == (
+        "Library.impl: 'sp::neg' already has a kernel for 'CPU', and allow_override=False. "
+        "Registering another would override it. Remove the first kernel's handle, or leave "
+        "allow_override at True to stack the new one over it."
+    )
+
+
+@pytest.mark.parametrize("alias_analysis", ["", "FROM_SCHEMA"], ids=["default", "from-schema"])
+def test_alias_analysis_from_the_schema_is_accepted(
+    dispatcher: Dispatcher, alias_analysis: str
+) -> None:
+    with Library("sp", "DEF", dispatcher=dispatcher) as lib:
+        lib.define("neg(Tensor x) -> Tensor", alias_analysis)
+        assert dispatcher.find_op("sp::neg") is not None
+
+
+def test_other_alias_analysis_is_refused(dispatcher: Dispatcher) -> None:
+    with Library("sp", "DEF", dispatcher=dispatcher) as lib:
+        with pytest.raises(RegistrationError) as excinfo:
+            lib.define("neg(Tensor x) -> Tensor", "CONSERVATIVE")
+        assert dispatcher.find_op("sp::neg") is None
+    assert str(excinfo.value) == (
+        "Library.define: alias_analysis='CONSERVATIVE' is not supported. customop reads aliasing "
+        "from the schema's annotations only (torch's FROM_SCHEMA). Annotate the schema, e.g. "
+        "'Tensor(a!) x', and drop alias_analysis."
+    )
