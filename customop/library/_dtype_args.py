@@ -1,15 +1,16 @@
-"""``ScalarType`` arguments reach kernels as one kind of dtype: the kind their tensors carry.
+"""``ScalarType`` arguments reach kernels as one kind of dtype, whatever the caller wrote.
 
 Callers spell a dtype many ways: ``np.float16``, ``np.dtype("float16")``,
 ``torch.float16``, ``"float16"``, ``customop.float16``. A kernel should not
 have to handle each (a ``torch.float16`` crashed a numpy kernel's
-``x.astype(dtype)``). The rule: a kernel receives a ``ScalarType`` argument
-as the same kind of object as its tensor arguments' ``.dtype``:
+``x.astype(dtype)``). The rule, per ``ScalarType`` parameter of the kernel:
 
-- numpy (and cupy) arrays: a ``numpy.dtype``;
-- torch tensors: a ``torch.dtype``;
-- FakeTensors (fake impls): a customop `dtype`;
-- no tensor argument: a customop `dtype` (numpy accepts it as a dtype).
+- annotated ``numpy.dtype``, ``torch.dtype`` or ``customop.dtype`` (also
+  inside ``Optional``): that kind;
+- otherwise, the kind of the call's tensor arguments' own ``.dtype``: a
+  ``numpy.dtype`` for numpy (and cupy) arrays, a ``torch.dtype`` for torch
+  tensors, a customop `dtype` for FakeTensors (fake impls);
+- with no tensor argument either, a customop `dtype` (numpy takes it as a dtype).
 
 NOTE: only kernels of ops with a ``ScalarType`` parameter are wrapped, at
 registration; every other op's kernel is registered as given and costs
@@ -19,7 +20,10 @@ nothing more per call.
 from __future__ import annotations
 
 import functools
+import inspect
 import sys
+import types
+import typing
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -66,6 +70,30 @@ def _form_of(reference: object) -> Convert:
     if numpy is not None and isinstance(reference, numpy.dtype):
         return _as_numpy
     return _as_customop
+
+
+def _annotated_form(annotation: object) -> Convert | None:
+    """The converter a parameter's annotation asks for, or None for "the tensors' kind"."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        inner = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return _annotated_form(inner[0]) if len(inner) == 1 else None
+    annotation = typing.get_origin(annotation) or annotation  # numpy.dtype[Any] -> numpy.dtype
+    if annotation is dtype:
+        return _as_customop
+    if isinstance(annotation, type) and annotation.__name__ == "dtype":
+        root = annotation.__module__.partition(".")[0]
+        return {"numpy": _as_numpy, "torch": _as_torch}.get(root)
+    return None
+
+
+def _annotated_forms(fn: Callable[..., Any], names: list[str]) -> list[Convert | None]:
+    """Per parameter name: the kind its annotation asks for (None: decided per call)."""
+    target = inspect.unwrap(fn)
+    try:
+        hints = typing.get_type_hints(target)
+    except Exception:  # unresolvable hints (a missing import): decided per call instead
+        hints = {}
+    return [_annotated_form(hints.get(name)) for name in names]
 
 
 class _Converter:
@@ -118,7 +146,9 @@ def canonical_dtypes(fn: Callable[..., Any], schema: FunctionSchema) -> Callable
         return fn
     arguments = schema.arguments
     positional = sum(1 for arg in arguments if not arg.kwarg_only)
-    dtype_slots = tuple((i, arguments[i].name) for i in indices)
+    names = [arguments[i].name for i in indices]
+    forms = _annotated_forms(fn, names)
+    dtype_slots = tuple(zip(indices, names, forms, strict=True))
     tensor_slots = tuple((i, arguments[i].name) for i, _ in schema.tensor_argument_positions)
     convert = _Converter(f"{schema.name}: ScalarType argument")
 
@@ -131,15 +161,19 @@ def canonical_dtypes(fn: Callable[..., Any], schema: FunctionSchema) -> Callable
         return _as_customop
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
-        form = pick(args, kwargs)
+        tensors: Convert | None = None  # the tensors' kind, looked up once if needed
         if len(args) > indices[0]:
             args = list(args)  # type: ignore[assignment]
-            for index, _ in dtype_slots:
+            for index, _, form in dtype_slots:
                 if index < len(args) and index < positional:
-                    args[index] = convert(args[index], form)  # type: ignore[index]
-        for _, name in dtype_slots:
+                    if form is None:
+                        tensors = tensors or pick(args, kwargs)
+                    args[index] = convert(args[index], form or tensors or _as_customop)  # type: ignore[index]
+        for _, name, form in dtype_slots:
             if name in kwargs:
-                kwargs[name] = convert(kwargs[name], form)
+                if form is None:
+                    tensors = tensors or pick(args, kwargs)
+                kwargs[name] = convert(kwargs[name], form or tensors or _as_customop)
         return fn(*args, **kwargs)
 
     functools.update_wrapper(kernel, fn)  # dumps and errors name the user's function

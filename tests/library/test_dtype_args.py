@@ -73,33 +73,72 @@ def test_torch_tensors_get_torch_dtypes(dispatcher: Dispatcher) -> None:
     torch = pytest.importorskip("torch")
     seen: list[Any] = []
 
-    @custom_op("dt::tcast", mutates_args=(), dispatcher=dispatcher)
-    def tcast(x: customop.Tensor, dtype: customop.dtype) -> customop.Tensor:
+    def kernel(x: Any, dtype: Any) -> Any:  # not annotated as a dtype: the tensors' kind
         seen.append(dtype)
-        return x.to(dtype)  # type: ignore[attr-defined,no-any-return]
+        return x.to(dtype)
 
-    for spelling in (np.float16, "float16", torch.float16, customop.float16):
-        assert tcast(torch.ones(2), spelling).dtype == torch.float16
+    with Library("dt", "DEF", dispatcher=dispatcher) as lib:
+        lib.define("tcast(Tensor x, ScalarType dtype) -> Tensor")
+        lib.impl("tcast", kernel, "CPU")
+        for spelling in (np.float16, "float16", torch.float16, customop.float16):
+            assert Ops(dispatcher).dt.tcast(torch.ones(2), spelling).dtype == torch.float16
     assert seen == [torch.float16] * 4
 
 
 def test_an_op_without_tensors_gets_customop_dtypes(dispatcher: Dispatcher) -> None:
-    @custom_op("dt::zeros", mutates_args=(), dispatcher=dispatcher)
-    def zeros(n: int, dtype: customop.dtype) -> np.ndarray:
-        assert dtype is customop.int32
-        return np.zeros(n, dtype=dtype)
+    seen: list[Any] = []
+    with Library("dt", "DEF", dispatcher=dispatcher) as lib:
+        lib.define("zeros(int n, ScalarType dtype) -> Tensor")
+        lib.impl("zeros", lambda n, dtype: seen.append(dtype) or np.zeros(n, dtype=dtype), "CPU")
+        for spelling in (np.int32, "int32", customop.int32):
+            assert Ops(dispatcher).dt.zeros(3, spelling).dtype == np.int32
+    assert seen == [customop.int32] * 3
+    assert all(d is customop.int32 for d in seen)
 
-    for spelling in (np.int32, "int32", customop.int32):
-        assert zeros(3, spelling).dtype == np.int32
 
+@pytest.mark.parametrize(
+    ("annotation", "default", "kind"),
+    [
+        (customop.dtype, customop.int64, customop.dtype),
+        (np.dtype, np.dtype("int64"), type(np.dtype("int64"))),
+        (customop.dtype | None, customop.int64, customop.dtype),
+    ],
+    ids=["customop", "numpy", "optional"],
+)
+def test_an_annotated_parameter_gets_its_annotated_kind(
+    dispatcher: Dispatcher, annotation: Any, default: Any, kind: type
+) -> None:
+    seen: list[Any] = []
 
-def test_a_default_dtype_reaches_the_kernel_converted(dispatcher: Dispatcher) -> None:
-    @custom_op("dt::astype", mutates_args=(), dispatcher=dispatcher)
-    def astype(x: np.ndarray, dtype: customop.dtype = customop.int64) -> np.ndarray:
-        assert type(dtype) is type(np.dtype("int64"))
+    def astype(x: np.ndarray, dtype: Any = default) -> np.ndarray:
+        seen.append(dtype)
         return x.astype(dtype)
 
-    assert astype(np.ones(1)).dtype == np.int64
+    def fake(x: np.ndarray, dtype: Any = default) -> Any:
+        seen.append(dtype)
+        return customop.empty_like(x, dtype=dtype)
+
+    astype.__annotations__["dtype"] = fake.__annotations__["dtype"] = annotation
+    op = custom_op("dt::astype", astype, mutates_args=(), dispatcher=dispatcher)
+    op.register_fake(fake)
+    for spelling in (np.int64, "long", customop.int64):
+        assert op(np.ones(1), spelling).dtype == np.int64
+    assert op(np.ones(1)).dtype == np.int64  # the default, too
+    with customop.FakeTensorMode() as mode:
+        assert op(mode.from_real(np.ones(1)), np.int64).dtype == customop.int64
+    assert [type(d) for d in seen] == [kind] * 5
+
+
+def test_a_torch_dtype_annotation_gives_torch_dtypes(dispatcher: Dispatcher) -> None:
+    torch = pytest.importorskip("torch")
+
+    def torch_kind(x: np.ndarray, dtype: Any) -> np.ndarray:
+        assert dtype is torch.float64
+        return x.astype(np.float64)
+
+    torch_kind.__annotations__["dtype"] = torch.dtype  # local import: set by hand
+    op = custom_op("dt::torch_kind", torch_kind, mutates_args=(), dispatcher=dispatcher)
+    assert op(np.ones(1), np.float64).dtype == np.float64
 
 
 def test_ops_without_scalar_type_keep_their_kernel_as_is() -> None:
