@@ -34,7 +34,7 @@ from customop.schema import (
     parse_schema,
 )
 
-__all__ = ["CustomOpDef", "CustomOpOptions", "custom_op"]
+__all__ = ["CustomOpDef", "CustomOpOptions", "custom_op", "live_definition"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -196,6 +196,12 @@ _live: dict[tuple[int, str], CustomOpDef[Any, Any]] = {}
 _live_lock = threading.Lock()
 # Guards the one-time binding of a definition's OpOverload and call code.
 _bind_lock = threading.Lock()
+
+
+def live_definition(dispatcher: Dispatcher, name: str) -> CustomOpDef[Any, Any] | None:
+    """The current @custom_op definition of ``name`` in ``dispatcher``, if any."""
+    found = _live.get((id(dispatcher), name))
+    return None if found is None or found._library.closed else found
 
 
 def _choice_checks(schema: FunctionSchema, choices: dict[str, Choices]) -> dict[int, Check]:

@@ -128,6 +128,16 @@ def _is_custom_op(op: object) -> bool:
     return hasattr(op, "_library") and hasattr(op, "register_fake")
 
 
+def _by_name(op: object, lib: Library | None, dispatcher: Dispatcher | None) -> object:
+    """The live @custom_op definition a name refers to (as torch resolves names), else ``op``."""
+    if not isinstance(op, str) or lib is not None:
+        return op
+    from customop.library._custom_op import live_definition  # noqa: PLC0415 -- import cycle
+
+    found = live_definition(_dispatcher(None, dispatcher), op)
+    return op if found is None else found
+
+
 def _kernel_now(
     op: object,
     device_types: str | Sequence[str] | None,
@@ -135,6 +145,7 @@ def _kernel_now(
     lib: Library | None,
     dispatcher: Dispatcher | None,
 ) -> F:
+    op = _by_name(op, lib, dispatcher)
     if _is_custom_op(op):
         return op.register_kernel(device_types, fn)  # type: ignore[attr-defined,no-any-return]
     api = "register_kernel"
@@ -153,6 +164,7 @@ def _fake_now(
     op: object, fn: F, lib: Library | None, dispatcher: Dispatcher | None, allow_override: bool
 ) -> F:
     api = "register_fake"
+    op = _by_name(op, lib, dispatcher)
     if _is_custom_op(op) and allow_override:
         return op.register_fake(fn)  # type: ignore[attr-defined,no-any-return]
     handle = op_handle(op, _dispatcher(lib, dispatcher), api)

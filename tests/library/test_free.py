@@ -21,6 +21,7 @@ from customop.exceptions import (
 from customop.library import (
     Library,
     Ops,
+    custom_op,
     define,
     get_kernel,
     handle_of,
@@ -251,3 +252,19 @@ def _constant(value: int) -> Any:
         return value
 
     return kernel
+
+
+def test_a_name_of_a_custom_op_registers_with_the_definition(dispatcher: Dispatcher) -> None:
+    @custom_op("free::op", mutates_args=(), dispatcher=dispatcher)
+    def op(x: np.ndarray) -> np.ndarray:
+        return x
+
+    register_fake("free::op", lambda x: x, dispatcher=dispatcher)
+    assert dispatcher.table_entry("free::op", "Fake").reason == "kernel"
+
+    @custom_op("free::op", mutates_args=(), dispatcher=dispatcher)
+    def op(x: np.ndarray, n: int) -> np.ndarray:  # noqa: F811 -- a redefinition, on purpose
+        return x
+
+    # The old definition's fake went with it: it no longer fits the new schema.
+    assert dispatcher.table_entry("free::op", "Fake").reason != "kernel"
