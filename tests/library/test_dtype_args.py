@@ -157,3 +157,27 @@ def test_an_unknown_dtype_name_is_a_type_error_at_the_call(ops: Ops, cast: list[
     with pytest.raises(TypeError, match=r"argument 'dtype' \(position 1\) expects ScalarType"):
         ops.dt.cast(np.ones(1), "floaty")
     assert cast == []
+
+
+@pytest.mark.parametrize("spelling", SPELLINGS, ids=IDS)
+def test_repeated_calls_keep_each_kind(dispatcher: Dispatcher, spelling: Any) -> None:
+    """The cached fast path (one ScalarType after a Tensor) gives each call its own kind."""
+    seen: list[Any] = []
+
+    def kernel(x: Any, dtype: Any) -> Any:
+        seen.append(dtype)
+        return customop.empty_like(x, dtype=dtype) if isinstance(x, customop.FakeTensor) else x
+
+    with Library("dt", "DEF", dispatcher=dispatcher) as lib:
+        lib.define("keep(Tensor x, ScalarType dtype) -> Tensor")
+        lib.impl("keep", kernel, "CPU")
+        lib.impl("keep", kernel, "Fake")
+        keep = Ops(dispatcher).dt.keep
+        with customop.FakeTensorMode() as mode:
+            fake = mode.from_real(np.ones(1))
+        for x in (np.ones(1), np.ones(1), fake, fake, np.ones(1)):
+            keep(x, spelling)
+    numpy_kind = type(np.dtype("float16"))
+    kinds = [numpy_kind, numpy_kind, customop.dtype, customop.dtype, numpy_kind]
+    assert [type(d) for d in seen] == kinds
+    assert all(d == np.float16 for d in seen)
