@@ -36,6 +36,11 @@ from customop.library import OpOverload
 from customop.library import OpOverloadPacket
 from customop.library import custom_op
 from customop.library import debug_checks
+from customop.library import define
+from customop.library import get_kernel
+from customop.library import handle_of
+from customop.library import impl
+from customop.library import impl_abstract
 from customop.library import library
 from customop.library import library_fragment
 from customop.library import library_impl
@@ -53,6 +58,22 @@ from customop.tensor import Device
 from customop.tensor import FakeTensor
 from customop.tensor import SymInt
 from customop.tensor import Tensor
+from customop.tensor import bfloat16
+from customop.tensor import bool_
+from customop.tensor import complex64
+from customop.tensor import complex128
+from customop.tensor import dtype
+from customop.tensor import float16
+from customop.tensor import float32
+from customop.tensor import float64
+from customop.tensor import int8
+from customop.tensor import int16
+from customop.tensor import int32
+from customop.tensor import int64
+from customop.tensor import uint8
+from customop.tensor import uint16
+from customop.tensor import uint32
+from customop.tensor import uint64
 from customop.tensor import empty
 from customop.tensor import empty_like
 from customop.tensor import new_empty
@@ -65,7 +86,7 @@ import customop.dask as _dask  # noqa: F401
 
 __version__ = "0.1.0"
 
-__all__ = [
+__all__ = [  # noqa: RUF022 -- plain sorted() order, which tests/test_public_api.py checks
     "AutogradError",
     "CodegenError",
     "CustomOpDef",
@@ -96,17 +117,34 @@ __all__ = [
     "Tensor",
     "UnknownOperatorError",
     "below",
+    "bfloat16",
+    "bool_",
+    "complex128",
+    "complex64",
     "custom_op",
     "debug_checks",
+    "define",
     "dispatcher",
+    "dtype",
     "empty",
     "empty_like",
     "exclude_keys",
     "fallthrough",
+    "float16",
+    "float32",
+    "float64",
     "get_ctx",
+    "get_kernel",
     "gradcheck",
+    "handle_of",
+    "impl",
+    "impl_abstract",
     "include_keys",
     "infer_schema",
+    "int16",
+    "int32",
+    "int64",
+    "int8",
     "library",
     "library_fragment",
     "library_impl",
@@ -121,4 +159,8 @@ __all__ = [
     "register_fake",
     "register_kernel",
     "trace",
+    "uint16",
+    "uint32",
+    "uint64",
+    "uint8",
 ]

@@ -155,7 +155,9 @@ _EXPANSION_BITS: Final[dict[DispatchKey, int]] = {
 def raise_unknown_key(api: str, name: object, known: Iterable[str]) -> NoReturn:
     """Raise the one error for a key name that no key has."""
     names = list(known)
-    close = difflib.get_close_matches(str(name), names, n=1)
+    # 'cpu' (a device type) is the commonest slip: match case-insensitively first.
+    close = [n for n in names if n.lower() == str(name).lower()]
+    close = close or difflib.get_close_matches(str(name), names, n=1)
     hint = f"Did you mean {close[0]!r}? " if close else ""
     raise DispatchKeyError(
         f"{api}: dispatch key {name!r} is unknown. Kernels, fallbacks and key sets "

@@ -1,4 +1,4 @@
-"""Front-ends: `Library`, block decorators, ``ops``, ``@custom_op`` and kernel hooks."""
+"""Front-ends: `Library`, blocks, ``ops``, ``@custom_op``, kernel hooks, free functions."""
 
 from customop.library._autograd import register_autograd
 from customop.library._blockwise import register_blockwise
@@ -6,6 +6,10 @@ from customop.library._custom_op import CustomOpDef
 from customop.library._custom_op import custom_op
 from customop.library._debug import DebugCheckError
 from customop.library._debug import debug_checks
+from customop.library._free import define
+from customop.library._free import get_kernel
+from customop.library._free import impl
+from customop.library._free import impl_abstract
 from customop.library._hooks import register_fake
 from customop.library._hooks import register_kernel
 from customop.library._library import Library
@@ -17,6 +21,7 @@ from customop.library._ops import OpOverloadPacket
 from customop.library._ops import Ops
 from customop.library._ops import ops
 from customop.library._overload import OpOverload
+from customop.library._registered import handle_of
 
 __all__ = [
     "CustomOpDef",
@@ -28,6 +33,11 @@ __all__ = [
     "Ops",
     "custom_op",
     "debug_checks",
+    "define",
+    "get_kernel",
+    "handle_of",
+    "impl",
+    "impl_abstract",
     "library",
     "library_fragment",
     "library_impl",

@@ -25,6 +25,7 @@ from customop.schema import (
     UnionType,
 )
 from customop.tensor import SymInt
+from customop.tensor._dtype import DTYPES
 
 __all__ = [
     "Check",
@@ -76,6 +77,8 @@ def _is_number(value: object) -> bool:
 
 
 def _is_dtype(value: object) -> bool:
+    if isinstance(value, str):
+        return value.removeprefix("torch.") in DTYPES  # torch's names: "float16", "long"
     kind = type(value)
     if kind.__module__.startswith("numpy") and (
         kind.__name__ == "dtype" or "DType" in kind.__name__

@@ -25,6 +25,8 @@ from customop.library._hooks import device_keys, register_fake_on, register_kern
 from customop.library._library import Library
 from customop.library._options import CustomOpOptions, check_mutates_against, make_options
 from customop.library._overload import OpOverload, bind_overload
+from customop.library._registered import remember_handle
+from customop.library._spellings import TagsLike, read_tags
 from customop.schema import (
     Choices,
     FunctionSchema,
@@ -34,7 +36,7 @@ from customop.schema import (
     parse_schema,
 )
 
-__all__ = ["CustomOpDef", "CustomOpOptions", "custom_op"]
+__all__ = ["CustomOpDef", "CustomOpOptions", "custom_op", "live_definition"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -130,43 +132,50 @@ class CustomOpDef(Generic[P, R]):
 
     @overload
     def register_kernel(
-        self, device_types: str | Sequence[str], fn: None = None
-    ) -> Callable[[Callable[P, R]], RegistrationHandle]: ...
+        self, device_types: str | Sequence[str] | None, fn: None = None
+    ) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
 
     @overload
     def register_kernel(
-        self, device_types: str | Sequence[str], fn: Callable[P, R]
-    ) -> RegistrationHandle: ...
+        self, device_types: str | Sequence[str] | None, fn: Callable[P, R]
+    ) -> Callable[P, R]: ...
 
     def register_kernel(
-        self, device_types: str | Sequence[str], fn: Callable[P, R] | None = None
-    ) -> RegistrationHandle | Callable[[Callable[P, R]], RegistrationHandle]:
-        """Register ``fn`` as the kernel for ``device_types`` (a decorator without ``fn``)."""
+        self, device_types: str | Sequence[str] | None, fn: Callable[P, R] | None = None
+    ) -> Callable[P, R] | Callable[[Callable[P, R]], Callable[P, R]]:
+        """Register ``fn`` as the kernel for ``device_types`` (a decorator without ``fn``).
+
+        Returns ``fn``, as torch does; ``customop.handle_of(fn)`` is the handle.
+        """
         # NOTE: decorator-or-call. Without fn this returns a decorator that
         # registers the function it decorates; with fn it registers at once.
-        # The decorator returns the handle, so the decorated name holds the
-        # registration (remove it with handle.remove()).
+        # Both return the function (torch's behaviour), so a decorated name
+        # stays callable; the registration's handle is customop.handle_of(fn).
         self._guard()
 
-        def register(kernel: Callable[P, R]) -> RegistrationHandle:
-            return register_kernel_on(self._library, self._handle, device_types, kernel)
+        def register(kernel: Callable[P, R]) -> Callable[P, R]:
+            handle = register_kernel_on(self._library, self._handle, device_types, kernel)
+            return remember_handle(kernel, handle)
 
         return register if fn is None else register(fn)
 
     @overload
-    def register_fake(self, fn: None = None) -> Callable[[Callable[P, R]], RegistrationHandle]: ...
+    def register_fake(self, fn: None = None) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
 
     @overload
-    def register_fake(self, fn: Callable[P, R]) -> RegistrationHandle: ...
+    def register_fake(self, fn: Callable[P, R]) -> Callable[P, R]: ...
 
     def register_fake(
         self, fn: Callable[P, R] | None = None
-    ) -> RegistrationHandle | Callable[[Callable[P, R]], RegistrationHandle]:
-        """Register the fake (shape-only) impl, checked against the schema now."""
+    ) -> Callable[P, R] | Callable[[Callable[P, R]], Callable[P, R]]:
+        """Register the fake (shape-only) impl, checked against the schema now.
+
+        Returns ``fn``, as torch does; ``customop.handle_of(fn)`` is the handle.
+        """
         self._guard()
 
-        def register(fake: Callable[P, R]) -> RegistrationHandle:
-            return register_fake_on(self._library, self._handle, fake)
+        def register(fake: Callable[P, R]) -> Callable[P, R]:
+            return remember_handle(fake, register_fake_on(self._library, self._handle, fake))
 
         return register if fn is None else register(fn)
 
@@ -215,6 +224,12 @@ _live: dict[tuple[int, str], CustomOpDef[Any, Any]] = {}
 _live_lock = threading.Lock()
 # Guards the one-time binding of a definition's OpOverload and call code.
 _bind_lock = threading.Lock()
+
+
+def live_definition(dispatcher: Dispatcher, name: str) -> CustomOpDef[Any, Any] | None:
+    """The current @custom_op definition of ``name`` in ``dispatcher``, if any."""
+    found = _live.get((id(dispatcher), name))
+    return None if found is None or found._library.closed else found
 
 
 def _choice_checks(schema: FunctionSchema, choices: dict[str, Choices]) -> dict[int, Check]:
@@ -335,7 +350,7 @@ def custom_op(
     mutates_args: Sequence[str] | MutatesArgs,
     device_types: str | Sequence[str] | None = None,
     schema: str | None = None,
-    tags: Sequence[str] = (),
+    tags: TagsLike = (),
     dispatcher: Dispatcher | None = None,
 ) -> CustomOpDef[P, R]: ...
 
@@ -349,7 +364,7 @@ def custom_op(
     mutates_args: Sequence[str] | MutatesArgs,
     device_types: str | Sequence[str] | None = None,
     schema: str | None = None,
-    tags: Sequence[str] = (),
+    tags: TagsLike = (),
     dispatcher: Dispatcher | None = None,
 ) -> Callable[[Callable[P, R]], CustomOpDef[P, R]]: ...
 
@@ -362,7 +377,7 @@ def custom_op(
     mutates_args: Sequence[str] | MutatesArgs,
     device_types: str | Sequence[str] | None = None,
     schema: str | None = None,
-    tags: Sequence[str] = (),
+    tags: TagsLike = (),
     dispatcher: Dispatcher | None = None,
 ) -> CustomOpDef[P, R] | Callable[[Callable[P, R]], CustomOpDef[P, R]]:
     """Make ``fn`` an operator ``name`` (``"ns::op"``), as ``torch.library.custom_op`` does.
@@ -380,7 +395,7 @@ def custom_op(
         mutates_args=mutates_args,
         device_types=device_types,
         schema_text=schema,
-        tags=tuple(tags),
+        tags=read_tags(tags),
     )
     target = default_dispatcher if dispatcher is None else dispatcher
 

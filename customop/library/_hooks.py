@@ -1,14 +1,21 @@
-"""Kernels and fake impls for existing ops: ``register_kernel`` and ``register_fake``."""
+"""Kernels and fake impls for existing ops: ``register_kernel`` and ``register_fake``.
+
+Both work as torch's do: as a call or a decorator, returning the function
+they register (its handle: `handle_of`), for ops from ``@custom_op``,
+``Library.define`` or `define` alike.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar, overload
 
 from customop.dispatch import Dispatcher, DispatchKey, OperatorHandle, RegistrationHandle
 from customop.dispatch._global import dispatcher as default_dispatcher
 from customop.exceptions import RegistrationError
+from customop.library._dtype_args import canonical_dtypes
 from customop.library._fake_impl import remember_fake_impl
+from customop.library._registered import remember_handle
 from customop.library._signature import check_signature
 from customop.tensor._backends import BUILTIN_DEVICES
 
@@ -17,6 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "device_keys",
+    "op_handle",
     "register_fake",
     "register_fake_on",
     "register_kernel",
@@ -29,16 +37,25 @@ F = TypeVar("F", bound=Callable[..., Any])
 #: renamed PrivateUse backends add theirs per dispatcher.
 _DEVICE_KEYS = BUILTIN_DEVICES
 
+#: torch's device type for "every device": a CompositeExplicitAutograd kernel.
+DEFAULT_DEVICE: Final = "default"
+
 
 def device_keys(
     dispatcher: Dispatcher, device_types: str | Sequence[str] | None, api: str
 ) -> list[DispatchKey]:
-    """Dispatch keys for device type names; None means every device (CompositeExplicitAutograd)."""
+    """Dispatch keys for device type names.
+
+    None and ``"default"`` mean every device (CompositeExplicitAutograd), as in torch.
+    """
     if device_types is None:
         return [DispatchKey.CompositeExplicitAutograd]
     names = [device_types] if isinstance(device_types, str) else list(device_types)
     keys = []
     for name in names:
+        if name == DEFAULT_DEVICE:
+            keys.append(DispatchKey.CompositeExplicitAutograd)
+            continue
         key = _DEVICE_KEYS.get(name)
         if key is None:
             try:
@@ -67,7 +84,8 @@ def _group(handles: list[RegistrationHandle]) -> RegistrationHandle:
     return RegistrationHandle(undo, description=described, source=handles[0].source)
 
 
-def _handle_of(op: object, dispatcher: Dispatcher, api: str) -> OperatorHandle:
+def op_handle(op: object, dispatcher: Dispatcher, api: str) -> OperatorHandle:
+    """The `OperatorHandle` of a CustomOpDef, an OpOverload, a handle or a name."""
     if isinstance(op, OperatorHandle):
         return op
     if isinstance(op, str):
@@ -85,7 +103,7 @@ def _handle_of(op: object, dispatcher: Dispatcher, api: str) -> OperatorHandle:
 def register_kernel_on(
     library: Library,
     op: OperatorHandle,
-    device_types: str | Sequence[str],
+    device_types: str | Sequence[str] | None,
     fn: Callable[..., Any],
 ) -> RegistrationHandle:
     """A kernel for ``op`` on each device type, owned by ``library``."""
@@ -105,31 +123,190 @@ def register_fake_on(
     return library.impl(str(op.name), remember_fake_impl(fn, str(op.name)), DispatchKey.Fake)
 
 
+def _is_custom_op(op: object) -> bool:
+    # A @custom_op: its own library owns its kernels, so a redefinition removes them.
+    return hasattr(op, "_library") and hasattr(op, "register_fake")
+
+
+def _by_name(op: object, lib: Library | None, dispatcher: Dispatcher | None) -> object:
+    """The live @custom_op definition a name refers to (as torch resolves names), else ``op``."""
+    if not isinstance(op, str) or lib is not None:
+        return op
+    from customop.library._custom_op import live_definition  # noqa: PLC0415 -- import cycle
+
+    found = live_definition(_dispatcher(None, dispatcher), op)
+    return op if found is None else found
+
+
+def _kernel_now(
+    op: object,
+    device_types: str | Sequence[str] | None,
+    fn: F,
+    lib: Library | None,
+    dispatcher: Dispatcher | None,
+) -> F:
+    op = _by_name(op, lib, dispatcher)
+    if _is_custom_op(op):
+        return op.register_kernel(device_types, fn)  # type: ignore[attr-defined,no-any-return]
+    api = "register_kernel"
+    handle = op_handle(op, _dispatcher(lib, dispatcher), api)
+    keys = device_keys(handle.dispatcher, device_types, api)
+    check_signature(fn, handle.schema, api, "kernel")
+    if lib is not None:
+        handles = [lib.impl(str(handle.name), fn, key) for key in keys]
+    else:
+        kernel = canonical_dtypes(fn, handle.schema)
+        handles = [handle.dispatcher.register_impl(handle.name, k, kernel) for k in keys]
+    return remember_handle(fn, handles[0] if len(handles) == 1 else _group(handles))
+
+
+def _fake_now(
+    op: object, fn: F, lib: Library | None, dispatcher: Dispatcher | None, allow_override: bool
+) -> F:
+    api = "register_fake"
+    op = _by_name(op, lib, dispatcher)
+    if _is_custom_op(op) and allow_override:
+        return op.register_fake(fn)  # type: ignore[attr-defined,no-any-return]
+    handle = op_handle(op, _dispatcher(lib, dispatcher), api)
+    if not allow_override and handle.table_entry(DispatchKey.Fake).reason == "kernel":
+        raise RegistrationError(
+            f"{api}: {str(handle.name)!r} already has a fake impl, and allow_override=False. "
+            "Registering another would override it. Remove the first (customop.handle_of(fn)"
+            ".remove()), or leave allow_override at True to stack the new one over it."
+        )
+    if _is_custom_op(op):
+        return op.register_fake(fn)  # type: ignore[attr-defined,no-any-return]
+    check_signature(fn, handle.schema, api, "fake impl")
+    if lib is not None:
+        registered = lib.register_fake(str(handle.name), fn)
+    else:
+        fake = canonical_dtypes(remember_fake_impl(fn, str(handle.name)), handle.schema)
+        registered = handle.dispatcher.register_impl(handle.name, DispatchKey.Fake, fake)
+    return remember_handle(fn, registered)
+
+
+def _dispatcher(lib: Library | None, dispatcher: Dispatcher | None) -> Dispatcher:
+    if lib is not None:
+        return lib.dispatcher
+    return default_dispatcher if dispatcher is None else dispatcher
+
+
+@overload
 def register_kernel(
     op: object,
-    device_types: str | Sequence[str],
-    fn: Callable[..., Any],
+    device_types: str | Sequence[str] | None,
+    fn: None = None,
+    /,
     *,
+    lib: Library | None = None,
     dispatcher: Dispatcher | None = None,
-) -> RegistrationHandle:
-    """Register ``fn`` as ``op``'s kernel for ``device_types`` (ops from `Library` too)."""
-    if hasattr(op, "register_kernel") and hasattr(op, "_library"):
-        # A @custom_op: its own library owns the kernel, so a redefinition removes it.
-        return op.register_kernel(device_types, fn)  # type: ignore[no-any-return]
-    d = default_dispatcher if dispatcher is None else dispatcher
-    handle = _handle_of(op, d, "register_kernel")
-    keys = device_keys(handle.dispatcher, device_types, "register_kernel")
-    check_signature(fn, handle.schema, "register_kernel", "kernel")
-    handles = [handle.dispatcher.register_impl(handle.name, key, fn) for key in keys]
-    return handles[0] if len(handles) == 1 else _group(handles)
+) -> Callable[[F], F]: ...
 
 
-def register_fake(op: object, fn: F, *, dispatcher: Dispatcher | None = None) -> RegistrationHandle:
-    """Register ``fn`` as ``op``'s fake impl (also for `Library` ops), checked now."""
-    if hasattr(op, "register_fake") and hasattr(op, "_library"):
-        return op.register_fake(fn)  # type: ignore[no-any-return]  # see register_kernel
-    d = default_dispatcher if dispatcher is None else dispatcher
-    handle = _handle_of(op, d, "register_fake")
-    check_signature(fn, handle.schema, "register_fake", "fake impl")
-    fake = remember_fake_impl(fn, str(handle.name))
-    return handle.dispatcher.register_impl(handle.name, DispatchKey.Fake, fake)
+@overload
+def register_kernel(
+    op: object,
+    device_types: str | Sequence[str] | None,
+    fn: F,
+    /,
+    *,
+    lib: Library | None = None,
+    dispatcher: Dispatcher | None = None,
+) -> F: ...
+
+
+def register_kernel(
+    op: object,
+    device_types: str | Sequence[str] | None,
+    fn: F | None = None,
+    /,
+    *,
+    lib: Library | None = None,
+    dispatcher: Dispatcher | None = None,
+) -> F | Callable[[F], F]:
+    """Register ``fn`` as ``op``'s kernel for ``device_types``, as torch.library's does.
+
+    NOTE: decorator-or-call, as in torch: without ``fn`` this returns a
+    decorator. Either way the function itself is returned, unchanged;
+    ``customop.handle_of(fn)`` is its registration's handle.
+
+    Args:
+        op: A `CustomOpDef`, an `OpOverload`, an `OperatorHandle` or a name
+            (``"ns::op"``) of a defined op.
+        device_types: ``"cpu"``, ``"cuda"``, a renamed backend, a sequence of
+            them, or None / ``"default"`` for every device.
+        fn: The kernel; its parameters are checked against the schema now.
+        lib: A `Library` that owns the registration (removed when it closes).
+        dispatcher: The dispatcher of a name (default: ``customop.dispatcher``).
+
+    Returns:
+        ``fn`` (or, without ``fn``, a decorator that registers and returns it).
+
+    Raises:
+        RegistrationError: Unknown device type, or ``fn`` does not fit the schema.
+    """
+
+    def register(kernel: F) -> F:
+        return _kernel_now(op, device_types, kernel, lib, dispatcher)
+
+    return register if fn is None else register(fn)
+
+
+@overload
+def register_fake(
+    op: object,
+    fn: None = None,
+    /,
+    *,
+    lib: Library | None = None,
+    dispatcher: Dispatcher | None = None,
+    allow_override: bool = True,
+) -> Callable[[F], F]: ...
+
+
+@overload
+def register_fake(
+    op: object,
+    fn: F,
+    /,
+    *,
+    lib: Library | None = None,
+    dispatcher: Dispatcher | None = None,
+    allow_override: bool = True,
+) -> F: ...
+
+
+def register_fake(
+    op: object,
+    fn: F | None = None,
+    /,
+    *,
+    lib: Library | None = None,
+    dispatcher: Dispatcher | None = None,
+    allow_override: bool = True,
+) -> F | Callable[[F], F]:
+    """Register ``fn`` as ``op``'s fake impl, as ``torch.library.register_fake``.
+
+    A call or a decorator (see `register_kernel`), returning ``fn``; its handle
+    is ``customop.handle_of(fn)``.
+
+    Args:
+        op: A `CustomOpDef`, an `OpOverload`, an `OperatorHandle` or a name of
+            a defined op.
+        fn: The fake impl; its parameters are checked against the schema now.
+        lib: A `Library` that owns the registration (removed when it closes).
+        dispatcher: The dispatcher of a name (default: ``customop.dispatcher``).
+        allow_override: With False, refuse when the op already has a fake impl.
+
+    Returns:
+        ``fn`` (or, without ``fn``, a decorator that registers and returns it).
+
+    Raises:
+        RegistrationError: ``fn`` does not fit the schema, or a fake impl
+            exists and ``allow_override`` is False.
+    """
+
+    def register(fake: F) -> F:
+        return _fake_now(op, fake, lib, dispatcher, allow_override)
+
+    return register if fn is None else register(fn)

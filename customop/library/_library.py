@@ -8,9 +8,19 @@ from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any, Literal, TypeAlias
 
-from customop.dispatch import Dispatcher, DispatchKey, DispatchKeySet, RegistrationHandle
+from customop.dispatch import (
+    Dispatcher,
+    DispatchKey,
+    DispatchKeySet,
+    RegistrationHandle,
+    fallthrough,
+)
 from customop.dispatch._global import dispatcher as default_dispatcher
 from customop.exceptions import RegistrationError
+from customop.library._dtype_args import canonical_dtypes
+from customop.library._fake_impl import remember_fake_impl
+from customop.library._signature import check_signature
+from customop.library._spellings import TagsLike, read_tags
 from customop.schema import FunctionSchema, OperatorName, parse_operator_name, parse_schema
 
 __all__ = ["Library", "LibraryKind", "library", "library_fragment", "library_impl"]
@@ -43,6 +53,7 @@ class Library:
         dispatcher: Dispatcher | None = None,
         source: str | None = None,
     ) -> None:
+        # dispatch_key="" is torch's spelling of "none": the same as None.
         self.dispatcher = default_dispatcher if dispatcher is None else dispatcher
         if kind not in ("DEF", "IMPL", "FRAGMENT"):
             raise RegistrationError(
@@ -50,9 +61,7 @@ class Library:
                 "namespace (DEF), adds definitions to it (FRAGMENT), or registers kernels "
                 "only (IMPL). Use 'DEF', 'FRAGMENT' or 'IMPL'."
             )
-        key = (
-            None if dispatch_key is None else self.dispatcher.parse_key(dispatch_key, api="Library")
-        )
+        key = None if not dispatch_key else self.dispatcher.parse_key(dispatch_key, api="Library")
         self.ns = ns
         self.kind = kind
         self.dispatch_key = key
@@ -77,8 +86,9 @@ class Library:
     def define(
         self,
         schema: str | FunctionSchema,
+        alias_analysis: str = "",
         *,
-        tags: tuple[str, ...] = (),
+        tags: TagsLike = (),
         source: str | None = None,
         kernels: Mapping[KeyLike, Callable[..., Any]] | None = None,
     ) -> RegistrationHandle:
@@ -87,10 +97,18 @@ class Library:
         ``source`` (``file.py:42``) is where the def is reported to come from;
         by default the calling user code. ``kernels`` (``{key: fn}``) registers
         the op's first kernels with the def, in one step (see
-        `Dispatcher.register_def`).
+        `Dispatcher.register_def`). ``tags`` is a tag, or a sequence of them: a
+        str, or a ``torch.Tag`` (read by its name). ``alias_analysis`` is
+        torch's: aliasing always comes from the schema (``"FROM_SCHEMA"``).
         """
         api = "Library.define"
         self._check_open(api)
+        if alias_analysis not in ("", "FROM_SCHEMA"):
+            raise RegistrationError(
+                f"{api}: alias_analysis={alias_analysis[:50]!r} is not supported. customop reads "
+                "aliasing from the schema's annotations only (torch's FROM_SCHEMA). Annotate the "
+                "schema, e.g. 'Tensor(a!) x', and drop alias_analysis."
+            )
         if self.kind == "IMPL":
             raise RegistrationError(
                 f"{api}: library {self.ns!r} is an IMPL library, which only registers kernels. "
@@ -108,7 +126,11 @@ class Library:
             parsed = parsed.model_copy(update={"name": self._qualify(str(name), api)})
         elif name.namespace != self.ns:
             self._qualify(str(name), api)  # raises, naming both namespaces
-        handle = self.dispatcher.register_def(parsed, tags=tags, source=source, kernels=kernels)
+        if kernels:
+            kernels = {key: canonical_dtypes(fn, parsed) for key, fn in kernels.items()}
+        handle = self.dispatcher.register_def(
+            parsed, tags=read_tags(tags), source=source, kernels=kernels
+        )
         self._handles.append(handle)
         return handle
 
@@ -119,39 +141,122 @@ class Library:
         dispatch_key: KeyLike | None = None,
         *,
         with_keyset: bool = False,
+        allow_override: bool = True,
         source: str | None = None,
     ) -> RegistrationHandle:
         """Register ``fn`` as the kernel of op ``name`` for ``dispatch_key``.
 
         The key defaults to the library's own (IMPL libraries), else the
-        catch-all CompositeImplicitAutograd. With ``with_keyset=True`` the
-        kernel is called as ``fn(keyset, *args, **kwargs)``, to redispatch.
-        ``source`` is as for `define`.
+        catch-all CompositeImplicitAutograd; ``""`` (torch's default) means the
+        same. With ``with_keyset=True`` the kernel is called as
+        ``fn(keyset, *args, **kwargs)``, to redispatch. When the op is already
+        defined, ``fn``'s parameters are checked against its schema now, as
+        `register_kernel` does. With ``allow_override=False`` a kernel already
+        registered for the key is an error instead of being overridden (with
+        a warning). ``source`` is as for `define`.
         """
         api = "Library.impl"
         self._check_open(api)
         op = self._qualify(name, api)
-        key = dispatch_key if dispatch_key is not None else self.dispatch_key
-        kernel: Callable[..., Any] = fn
-        if with_keyset:
-            kernel = _keyset_kernel(fn)
+        key = self._key(dispatch_key, api)
+        if not allow_override:
+            self._refuse_override(op, key, api)
+        kernel = _keyset_kernel(fn) if with_keyset else self._checked(op, fn, key, api)
         handle = self.dispatcher.register_impl(op, key, kernel, boxed=with_keyset, source=source)
         self._handles.append(handle)
         return handle
 
-    def fallback(
-        self, fn: Callable[..., Any], dispatch_key: KeyLike | None = None
+    def _key(self, dispatch_key: KeyLike | None, api: str) -> DispatchKey | None:
+        """The key a registration names; ``None`` and ``""`` mean the library's own."""
+        if not dispatch_key:
+            return self.dispatch_key
+        return self.dispatcher.parse_key(dispatch_key, api=api)
+
+    def _refuse_override(self, op: OperatorName, key: DispatchKey | None, api: str) -> None:
+        found = self.dispatcher.find_op(str(op))
+        target = DispatchKey.CompositeImplicitAutograd if key is None else key
+        if found is not None and found._entry.top(target) is not None:
+            raise RegistrationError(
+                f"{api}: {str(op)!r} already has a kernel for {target.name!r}, and "
+                "allow_override=False. Registering another would override it. Remove the first "
+                "kernel's handle, or leave allow_override at True to stack the new one over it."
+            )
+
+    def _checked(
+        self, op: OperatorName, fn: Callable[..., Any], key: DispatchKey | None, api: str
+    ) -> Callable[..., Any]:
+        """``fn``, its signature checked against ``op``'s schema when the op is defined."""
+        found = self.dispatcher.find_op(str(op))
+        if found is None or not found.has_schema or fn is fallthrough:
+            return fn  # a dangling impl: checked against nothing yet, as in torch
+        what = "fake impl" if key is DispatchKey.Fake else "kernel"
+        # Library.impl, as torch's, takes kernels such as numpy.array_split whose
+        # positional parameters have other names: it checks only that fn can take
+        # the arguments (register_kernel and register_fake also check the names).
+        check_signature(fn, found.schema, api, what, names=api != "Library.impl")
+        return canonical_dtypes(fn, found.schema)
+
+    def register_fake(
+        self, name: str, fn: Callable[..., Any], *, allow_override: bool = True
     ) -> RegistrationHandle:
-        """Register a boxed ``fn(op, keyset, *args, **kwargs)`` for every op at a key."""
+        """Register ``fn`` as the fake impl of op ``name``, removed when this library closes.
+
+        torch spells it ``Library._register_fake`` (vLLM's
+        ``direct_register_custom_op`` calls it); that name is an alias.
+
+        Args:
+            name: The op, as ``"op"``, ``"op.overload"`` or ``"ns::op"``.
+            fn: The fake impl; its parameters are checked against the schema.
+            allow_override: With False, refuse when the op already has a fake impl.
+
+        Returns:
+            The registration's handle.
+        """
+        api = "Library.register_fake"
+        self._check_open(api)
+        op = self._qualify(name, api)
+        if not allow_override:
+            self._refuse_override(op, DispatchKey.Fake, api)
+        fake = self._checked(op, remember_fake_impl(fn, str(op)), DispatchKey.Fake, api)
+        handle = self.dispatcher.register_impl(op, DispatchKey.Fake, fake)
+        self._handles.append(handle)
+        return handle
+
+    def _register_fake(
+        self,
+        op_name: str,
+        fn: Callable[..., Any],
+        _stacklevel: int = 1,
+        *,
+        allow_override: bool = True,
+    ) -> RegistrationHandle:
+        # torch's private spelling, kept for ported code (vLLM); see register_fake.
+        # _stacklevel is accepted and unused: customop finds the caller's line itself.
+        return self.register_fake(op_name, fn, allow_override=allow_override)
+
+    def fallback(
+        self,
+        fn: Callable[..., Any],
+        dispatch_key: KeyLike | None = None,
+        *,
+        with_keyset: bool | None = None,
+    ) -> RegistrationHandle:
+        """Register a boxed ``fn`` for every op at a key.
+
+        By default ``fn`` is called as ``fn(op, keyset, *args, **kwargs)``.
+        Passing torch's ``with_keyset`` selects torch's conventions:
+        ``with_keyset=False`` calls ``fn(op, *args, **kwargs)``,
+        ``with_keyset=True`` calls ``fn(keyset, op, *args, **kwargs)``.
+        """
         api = "Library.fallback"
         self._check_open(api)
-        key = dispatch_key if dispatch_key is not None else self.dispatch_key
+        key = self._key(dispatch_key, api)
         if key is None:
             raise RegistrationError(
                 f"{api}: no dispatch key for the fallback of library {self.ns!r}. A fallback "
                 "serves one key for every operator. Pass dispatch_key, e.g. 'CPU'."
             )
-        handle = self.dispatcher.register_fallback(key, fn)
+        handle = self.dispatcher.register_fallback(key, _torch_fallback(fn, with_keyset))
         self._handles.append(handle)
         return handle
 
@@ -207,6 +312,22 @@ def _keyset_kernel(fn: Callable[..., Any]) -> Callable[..., Any]:
 
     # Dumps and errors name kernels by __name__: show the user's, not this wrapper's.
     functools.update_wrapper(kernel, fn)
+    return kernel
+
+
+def _torch_fallback(fn: Callable[..., Any], with_keyset: bool | None) -> Callable[..., Any]:
+    """``fn`` called the way torch calls a fallback registered with ``with_keyset``."""
+    if with_keyset is None or fn is fallthrough:
+        return fn
+
+    def with_keys(op: object, keyset: DispatchKeySet, *args: Any, **kwargs: Any) -> Any:
+        return fn(keyset, op, *args, **kwargs)
+
+    def without_keys(op: object, keyset: DispatchKeySet, *args: Any, **kwargs: Any) -> Any:
+        return fn(op, *args, **kwargs)
+
+    kernel = with_keys if with_keyset else without_keys
+    functools.update_wrapper(kernel, fn)  # dumps name the user's function
     return kernel
 
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
+from customop.library._spellings import read_mutates_args
 from customop.schema import FunctionSchema, MutatesArgs, parse_operator_name
 
 __all__ = ["CustomOpOptions", "check_mutates_against", "make_options"]
@@ -44,7 +45,7 @@ class CustomOpOptions(BaseModel):
                 f"mutates_args={value!r} is a string. It names the mutated parameters. "
                 "Pass a sequence of names, e.g. [" + repr(value) + "], or MutatesArgs.UNKNOWN."
             )
-        return value
+        return read_mutates_args(value)  # torch code passes {} and sets too
 
     @field_validator("device_types", mode="before")
     @classmethod

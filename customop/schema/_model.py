@@ -286,6 +286,16 @@ class FunctionSchema(Frozen):
         each default as written (``reduction=Mean``, ``eps=1e-05``), as torchgen does."""
         return format_schema(self, style)
 
+    def __radd__(self, other: object) -> str:
+        """``"ns::op" + schema``: text, as torch's ``op_name + infer_schema(fn, ...)`` gives.
+
+        vLLM and torchao build schemas this way; the result is torch's text
+        (the ``source`` style) and ``Library.define`` accepts it.
+        """
+        if not isinstance(other, str):
+            return NotImplemented
+        return other + self.format("source")
+
     def __format__(self, spec: str) -> str:
         return self.format("source" if spec == "source" else "canonical") if spec else str(self)
 

@@ -96,10 +96,10 @@ def test_signature_shows_the_schema(every: OpOverload) -> None:
         ("alpha", "2", "position 8", "Scalar", "str '2'", "Pass a value of type Scalar."),
         (
             "dtype",
-            "float32",
+            "float33",  # a name that is no dtype ("float32" is one: see tests/ports)
             "position 9",
             "ScalarType",
-            "str 'float32'",
+            "str 'float33'",
             "Pass a dtype, e.g. numpy.float32.",
         ),
         ("device", 0, "position 10", "Device", "int 0", "Pass a value of type Device."),

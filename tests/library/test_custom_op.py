@@ -11,7 +11,15 @@ import pytest
 from customop import MutatesArgs, Tensor
 from customop.dispatch import Dispatcher, DispatchKey
 from customop.exceptions import RegistrationError
-from customop.library import CustomOpDef, Library, Ops, custom_op, register_fake, register_kernel
+from customop.library import (
+    CustomOpDef,
+    Library,
+    Ops,
+    custom_op,
+    handle_of,
+    register_fake,
+    register_kernel,
+)
 
 
 def test_custom_op_infers_registers_and_calls(dispatcher: Dispatcher, ops: Ops) -> None:
@@ -64,13 +72,15 @@ def test_register_kernel_as_decorator_and_call(dispatcher: Dispatcher) -> None:
         return x * 10
 
     np.testing.assert_array_equal(f(np.ones(1)), [10.0])
-    _.remove()
+    np.testing.assert_array_equal(_(np.ones(1)), [10.0])  # the decorated name is the function
+    handle_of(_).remove()
     with pytest.raises(NotImplementedError):
         f(np.ones(1))
-    handle = f.register_kernel(["cpu", "meta"], lambda x: x * 5)
+    five = lambda x: x * 5  # noqa: E731 -- the call form returns this very function
+    assert f.register_kernel(["cpu", "meta"], five) is five
     np.testing.assert_array_equal(f(np.ones(1)), [5.0])
     assert dispatcher.table_entry("mylib::f", "Meta").reason == "kernel"
-    handle.remove()
+    handle_of(five).remove()
     assert dispatcher.table_entry("mylib::f", "Meta").reason == "missing"
 
 
@@ -92,9 +102,10 @@ def test_register_fake_checks_the_signature(dispatcher: Dispatcher) -> None:
         "position and keyword-only ones by name. Give it the schema's parameters, in order."
     )
     assert dispatcher.table_entry("mylib::g", "Fake").reason != "kernel"
-    handle = g.register_fake(lambda x, y: x)
+    fake = g.register_fake(lambda x, y: x)
     assert dispatcher.table_entry("mylib::g", "Fake").reason == "kernel"
-    handle.remove()
+    handle_of(fake).remove()
+    assert dispatcher.table_entry("mylib::g", "Fake").reason != "kernel"
 
 
 def test_mutates_args_marks_the_schema(dispatcher: Dispatcher) -> None:
@@ -206,8 +217,9 @@ def test_free_functions_serve_library_ops(dispatcher: Dispatcher, ops: Ops) -> N
         fake = register_fake(ops.mylib.twice.default, lambda x: x, dispatcher=dispatcher)
         np.testing.assert_array_equal(ops.mylib.twice(np.ones(1)), [2.0])
         assert dispatcher.table_entry("mylib::twice", DispatchKey.Fake).reason == "kernel"
-        for handle in (fake, kernel):
-            handle.remove()
+        for fn in (fake, kernel):
+            handle_of(fn).remove()
+        assert dispatcher.table_entry("mylib::twice", DispatchKey.Fake).reason != "kernel"
         with pytest.raises(RegistrationError, match="does not match the schema"):
             register_fake("mylib::twice", lambda y: y, dispatcher=dispatcher)
 

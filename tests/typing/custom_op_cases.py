@@ -6,7 +6,7 @@ import numpy as np
 from typing_extensions import assert_type, reveal_type
 
 from customop.dispatch import RegistrationHandle
-from customop.library import custom_op
+from customop.library import custom_op, handle_of
 from customop.tensor import Tensor
 
 
@@ -39,8 +39,11 @@ def fake(x: np.ndarray, factor: float, *, bias: float = 0.0) -> np.ndarray:
     return x
 
 
-handle = scale.register_fake(fake)
+returned = scale.register_fake(fake)
+handle = handle_of(returned)
 assert_type(handle, RegistrationHandle)
+returned(array, 2.0, bias=1.0)
+returned(array, "2")  # E: arg-type
 handle.remove()
 handle.remov()  # E: attr-defined
 
@@ -50,5 +53,7 @@ def _(x: np.ndarray, factor: float, *, bias: float = 0.0) -> np.ndarray:
     return x
 
 
-assert_type(_, RegistrationHandle)
+assert_type(handle_of(_), RegistrationHandle)
+_(array, 2.0)
+_(array)  # E: call-arg
 scale.register_kernel("cpu", plain)  # E: arg-type

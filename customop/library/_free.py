@@ -1,0 +1,290 @@
+"""torch.library's free functions: `define`, `impl`, `impl_abstract` and `get_kernel`.
+
+Module-level torch code defines ops with ``torch.library.define("ns::op",
+"(Tensor x) -> Tensor")`` and no library object in sight. customop registers
+these straight in the dispatcher: the definition lives until its handle is
+removed (or the ``lib=`` it was given closes), never with an unreferenced
+`Library` that the garbage collector could close.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, overload
+
+from customop.dispatch import (
+    Dispatcher,
+    DispatchKey,
+    DispatchKeySet,
+    OperatorHandle,
+    RegistrationHandle,
+)
+from customop.dispatch._global import dispatcher as default_dispatcher
+from customop.exceptions import MissingKernelError, RegistrationError
+from customop.library._dtype_args import canonical_dtypes
+from customop.library._fake_impl import remember_fake_impl
+from customop.library._hooks import DEFAULT_DEVICE, device_keys, op_handle, register_fake
+from customop.library._library import Library
+from customop.library._registered import remember_handle
+from customop.library._signature import check_signature
+from customop.library._spellings import TagsLike, read_tags
+from customop.schema import FunctionSchema, parse_operator_name, parse_schema
+from customop.tensor._backends import BUILTIN_DEVICES
+
+if TYPE_CHECKING:
+    from customop.library._overload import OpOverload
+
+__all__ = ["define", "get_kernel", "impl", "impl_abstract"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _full_schema(qualname: str, schema: str | FunctionSchema, api: str) -> FunctionSchema:
+    """``qualname`` plus a nameless schema: ``"ns::op"`` + ``"(Tensor x) -> Tensor"``."""
+    name = parse_operator_name(qualname)
+    if not name.namespace:
+        raise RegistrationError(
+            f"{api}: {qualname!r} has no namespace. Operators live in namespaces, so "
+            "libraries stay apart. Write it as 'namespace::name', e.g. 'mylib::op'."
+        )
+    if isinstance(schema, FunctionSchema):
+        parsed = schema
+    else:
+        text = schema.strip()
+        parsed = parse_schema(qualname + text if text.startswith("(") else text)
+    if parsed.name is not None and parsed.name != name:
+        raise RegistrationError(
+            f"{api}: the schema names {str(parsed.name)!r}, but the op is {qualname!r}. "
+            "The op's name comes from the first argument. Write the schema without a "
+            "name, as in '(Tensor x) -> Tensor'."
+        )
+    return parsed.model_copy(update={"name": name})
+
+
+def define(
+    qualname: str,
+    schema: str | FunctionSchema,
+    *,
+    lib: Library | None = None,
+    tags: TagsLike = (),
+    dispatcher: Dispatcher | None = None,
+) -> RegistrationHandle:
+    """Define the operator ``qualname`` with ``schema``, as ``torch.library.define``.
+
+    Args:
+        qualname: ``"namespace::name"`` (or ``"namespace::name.overload"``).
+        schema: The schema without the name, e.g. ``"(Tensor x) -> Tensor"``.
+        lib: A `Library` that owns the definition; without it the definition
+            lives until the returned handle is removed.
+        tags: A tag or a sequence of tags (str, or ``torch.Tag``).
+        dispatcher: Where to define it (default: ``customop.dispatcher``).
+
+    Returns:
+        The definition's handle.
+
+    Raises:
+        RegistrationError: The name is taken or malformed.
+        SchemaParseError: ``schema`` does not parse.
+    """
+    api = "define"
+    parsed = _full_schema(qualname, schema, api)
+    if lib is not None:
+        return lib.define(parsed, tags=tags)
+    target = default_dispatcher if dispatcher is None else dispatcher
+    return target.register_def(parsed, tags=read_tags(tags))
+
+
+def _impl_keys(dispatcher: Dispatcher, types: str | Sequence[str], api: str) -> list[DispatchKey]:
+    """Keys for torch's ``types``: device types (``"cpu"``, ``"default"``) or key names."""
+    names = [types] if isinstance(types, str) else list(types)
+    keys: list[DispatchKey] = []
+    for name in names:
+        if (
+            name == DEFAULT_DEVICE
+            or name in BUILTIN_DEVICES
+            or name in dispatcher._backends.devices
+        ):
+            keys.extend(device_keys(dispatcher, name, api))
+        else:
+            keys.append(dispatcher.parse_key(name, api=api))
+    return keys
+
+
+def _impl_now(
+    qualname: str, keys: list[DispatchKey], fn: F, dispatcher: Dispatcher
+) -> RegistrationHandle:
+    api = "impl"
+    name = parse_operator_name(qualname)
+    found = dispatcher.find_op(qualname)
+    kernel: Callable[..., Any] = fn
+    fake: Callable[..., Any] = fn
+    if found is not None and found.has_schema:
+        what = "fake impl" if keys == [DispatchKey.Fake] else "kernel"
+        check_signature(fn, found.schema, api, what)
+        kernel = canonical_dtypes(fn, found.schema)
+        if DispatchKey.Fake in keys:
+            fake = canonical_dtypes(remember_fake_impl(fn, qualname), found.schema)
+    handles = [
+        dispatcher.register_impl(name, key, fake if key is DispatchKey.Fake else kernel)
+        for key in keys
+    ]
+    if len(handles) == 1:
+        return handles[0]
+    return _grouped(handles)
+
+
+def _grouped(handles: list[RegistrationHandle]) -> RegistrationHandle:
+    def undo() -> None:
+        for handle in reversed(handles):
+            handle.remove()
+
+    described = ", ".join(h.description for h in handles)
+    return RegistrationHandle(undo, description=described, source=handles[0].source)
+
+
+@overload
+def impl(
+    qualname: str,
+    types: str | Sequence[str],
+    fn: None = None,
+    *,
+    lib: Library | None = None,
+    dispatcher: Dispatcher | None = None,
+) -> Callable[[F], F]: ...
+
+
+@overload
+def impl(
+    qualname: str,
+    types: str | Sequence[str],
+    fn: F,
+    *,
+    lib: Library | None = None,
+    dispatcher: Dispatcher | None = None,
+) -> F: ...
+
+
+@overload
+def impl(qualname: Library, types: str, fn: str = "") -> Callable[[F], F]: ...
+
+
+def impl(
+    qualname: str | Library,
+    types: str | Sequence[str],
+    fn: Any = None,
+    *,
+    lib: Library | None = None,
+    dispatcher: Dispatcher | None = None,
+) -> Any:
+    """Register ``fn`` for ``types`` of op ``qualname``, as ``torch.library.impl``.
+
+    NOTE: decorator-or-call, returning ``fn`` either way (its handle:
+    ``customop.handle_of(fn)``). torch's older spelling
+    ``impl(lib, "name", "CPU")`` (a `Library` first) is a decorator that
+    registers with ``lib.impl``.
+
+    Args:
+        qualname: ``"namespace::name"`` of the op (or, in the older spelling, a `Library`).
+        types: Device types (``"cpu"``, ``"cuda"``, ``"default"`` for every
+            device) or dispatch key names (``"CompositeImplicitAutograd"``).
+        fn: The kernel; checked against the schema when the op is defined.
+        lib: A `Library` that owns the registration (removed when it closes).
+        dispatcher: Where the op lives (default: ``customop.dispatcher``).
+
+    Returns:
+        ``fn`` (or, without ``fn``, a decorator that registers and returns it).
+    """
+    if isinstance(qualname, Library):
+        return _library_impl(qualname, str(types), fn or "")
+    api = "impl"
+    target = lib.dispatcher if lib is not None else dispatcher or default_dispatcher
+    keys = _impl_keys(target, types, api)
+
+    def register(kernel: F) -> F:
+        if lib is not None:
+            handles = [
+                lib.register_fake(qualname, kernel)
+                if key is DispatchKey.Fake
+                else lib.impl(qualname, kernel, key)
+                for key in keys
+            ]
+            handle = handles[0] if len(handles) == 1 else _grouped(handles)
+        else:
+            handle = _impl_now(qualname, keys, kernel, target)
+        return remember_handle(kernel, handle)
+
+    return register if fn is None else register(fn)
+
+
+def _library_impl(lib: Library, name: str, dispatch_key: str) -> Callable[[F], F]:
+    def register(fn: F) -> F:
+        return remember_handle(fn, lib.impl(name, fn, dispatch_key))
+
+    return register
+
+
+def impl_abstract(
+    qualname: str, func: Callable[..., Any] | None = None, *, lib: Library | None = None
+) -> Any:
+    """Deprecated alias of `register_fake` (torch deprecated it for ``register_fake`` too).
+
+    Args:
+        qualname: The op's name, ``"namespace::name"``.
+        func: The fake impl (a decorator without it).
+        lib: A `Library` that owns the registration.
+
+    Returns:
+        What `register_fake` returns: ``func``, or a decorator.
+    """
+    warnings.warn(
+        "impl_abstract is deprecated: it was renamed register_fake. Both register a fake "
+        "impl. Call customop.register_fake instead.",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return register_fake(qualname, func, lib=lib)
+
+
+def get_kernel(
+    op: str | OpOverload | OperatorHandle | object,
+    dispatch_key: DispatchKey | str,
+    *,
+    dispatcher: Dispatcher | None = None,
+) -> Callable[..., Any]:
+    """A callable that runs ``op``'s kernel for ``dispatch_key``, as ``torch.library.get_kernel``.
+
+    The callable takes the op's arguments and runs the dispatch table's
+    entry for that runtime key (a direct kernel, a composite one, a fallback),
+    skipping key extraction, as ``op.redispatch`` does.
+
+    Args:
+        op: A `CustomOpDef`, an `OpOverload`, an `OperatorHandle` or a name.
+        dispatch_key: A runtime key (``"CPU"``, ``DispatchKey.Fake``, ...).
+        dispatcher: The dispatcher of a name (default: ``customop.dispatcher``).
+
+    Returns:
+        The kernel, as a function of the op's arguments.
+
+    Raises:
+        MissingKernelError: The table has no kernel for that key.
+        DispatchKeyError: The key is unknown or an alias key.
+    """
+    api = "get_kernel"
+    handle = op_handle(op, default_dispatcher if dispatcher is None else dispatcher, api)
+    key = handle.dispatcher.parse_key(dispatch_key, api=api, runtime=True)
+    entry = handle.table_entry(key)
+    if entry.reason in ("missing", "fallthrough"):
+        raise MissingKernelError(
+            f"{api}: {str(handle.name)!r} has no kernel for dispatch key {entry.key!r} "
+            f"(the table says {entry.reason!r}). Only a key with a kernel can give one. "
+            f"Register one, or pick a key from dispatcher.dump_table({str(handle.name)!r})."
+        )
+    keyset = DispatchKeySet(key)
+
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        return handle.redispatch(keyset, *args, **kwargs)
+
+    kernel.__name__ = kernel.__qualname__ = entry.kernel or f"{handle.name}.{entry.key}"
+    kernel.__doc__ = f"{handle.name}'s {entry.key} kernel ({entry.reason}, from {entry.source})."
+    return kernel
