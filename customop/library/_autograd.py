@@ -37,6 +37,7 @@ from customop.dispatch import (
 from customop.dispatch._global import dispatcher as default_dispatcher
 from customop.dispatch._kernel import caller_source
 from customop.exceptions import RegistrationError
+from customop.library._hooks import op_handle
 from customop.schema import FunctionSchema
 
 if TYPE_CHECKING:
@@ -138,20 +139,6 @@ class AutogradFormula:
         return f"<AutogradFormula {self.name} {self.__name__}>"
 
 
-def _handle_of(op: object, dispatcher: Dispatcher, api: str) -> OperatorHandle:
-    if isinstance(op, OperatorHandle):
-        return op
-    if isinstance(op, str):
-        return dispatcher.find_schema_or_throw(op)
-    handle = getattr(getattr(op, "op", op), "handle", None)
-    if isinstance(handle, OperatorHandle):
-        return handle
-    raise TypeError(
-        f"{api}: expected an op (a CustomOpDef, an OpOverload or a name like 'ns::op'), "
-        f"got {op!r:.200}. A formula attaches to a defined operator. Pass the op or its name."
-    )
-
-
 def formula_of(op: object, *, dispatcher: Dispatcher | None = None) -> AutogradFormula | None:
     """The formula registered for ``op`` (an op object or ``"ns::op"``), or None.
 
@@ -169,7 +156,7 @@ def formula_of(op: object, *, dispatcher: Dispatcher | None = None) -> AutogradF
         if found is None:
             return None
         op = found
-    handle = _handle_of(op, d, "formula_of")
+    handle = op_handle(op, d, "formula_of")
     record = handle._entry.top(FORMULA_KEY)
     fn = None if record is None else record.fn
     return fn if isinstance(fn, AutogradFormula) else None
@@ -333,5 +320,5 @@ def register_autograd(
         # A @custom_op: its own library owns the formula, so a redefinition removes it.
         return register(backward, setup_context=setup_context)  # type: ignore[no-any-return]
     d = default_dispatcher if dispatcher is None else dispatcher
-    handle = _handle_of(op, d, "register_autograd")
+    handle = op_handle(op, d, "register_autograd")
     return _register(handle, backward, setup_context, "register_autograd", caller_source())

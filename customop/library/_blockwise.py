@@ -23,7 +23,7 @@ from customop.dispatch import Dispatcher, OperatorHandle, RegistrationHandle
 from customop.dispatch._global import dispatcher as default_dispatcher
 from customop.dispatch._kernel import caller_source
 from customop.exceptions import RegistrationError
-from customop.library._hooks import _handle_of as handle_of
+from customop.library._hooks import op_handle
 from customop.schema import FunctionSchema
 from customop.schema._model import tensor_kind
 
@@ -260,6 +260,6 @@ def register_blockwise(
     if hasattr(op, "register_blockwise") and hasattr(op, "_library"):
         return op.register_blockwise(spec, combine=combine)  # type: ignore[no-any-return]
     d = default_dispatcher if dispatcher is None else dispatcher
-    handle = handle_of(op, d, "register_blockwise")
+    handle = op_handle(op, d, "register_blockwise")
     api = f"{handle.name}.register_blockwise"
     return _add(handle, _make(handle, spec, combine, api, caller_source()), api)

@@ -96,7 +96,7 @@ def op_handle(op: object, dispatcher: Dispatcher, api: str) -> OperatorHandle:
         return handle
     raise TypeError(
         f"{api}: expected an op (a CustomOpDef, an OpOverload or a name like 'ns::op'), "
-        f"got {op!r}. Kernels attach to a defined operator. Pass the op or its name."
+        f"got {op!r:.200}. Registrations attach to a defined operator. Pass the op or its name."
     )
 
 

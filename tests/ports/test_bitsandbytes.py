@@ -209,13 +209,7 @@ def test_every_dtype_spelling_reaches_the_numpy_kernel_as_a_numpy_dtype(dtype: A
 @pytest.mark.parametrize(
     "dtype",
     [
-        pytest.param(
-            np.float16,
-            id="np-type",
-            # opcheck's own handling of a numpy type argument is helper autograd's
-            # part of issue #15 §3; this passes once that lands.
-            marks=pytest.mark.xfail(raises=TypeError, strict=False, reason="opcheck, #15 §3"),
-        ),
+        pytest.param(np.float16, id="np-type"),
         pytest.param(np.dtype("float16"), id="np-dtype"),
         pytest.param("float16", id="name"),
         pytest.param(customop.float16, id="customop"),
