@@ -15,12 +15,12 @@ symbols' bounds settle (``s0 >= 0`` for a size), and nothing more.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Final
 
 from customop.tensor._sym_expr import INF, Atom, Bound, Expr, Monomial, Symbol, make_func
 
-__all__ = ["bounds", "extremum", "floordiv", "mod", "shifted"]
+__all__ = ["bounds", "extremum", "floordiv", "mod", "shifted", "substitute"]
 
 
 def floordiv(a: Expr, b: Expr) -> Expr:
@@ -51,6 +51,31 @@ def extremum(kind: str, a: Expr, b: Expr) -> Expr:
     if hi <= 0:
         return b if kind == "max" else a
     return Expr.atom(make_func(kind, a, b))
+
+
+def substitute(expr: Expr, subs: Mapping[Symbol, Expr]) -> Expr:
+    """``expr`` with each symbol in ``subs`` replaced by its expression, normalised again."""
+    if not subs or not (expr.symbols() & subs.keys()):
+        return expr
+    total = Expr.const(0)
+    for mono, coef in expr.terms:
+        term = Expr.const(coef)
+        for atom, power in mono:
+            value = _substitute_atom(atom, subs)
+            for _ in range(power):
+                term = term * value
+        total = total + term
+    return total
+
+
+def _substitute_atom(atom: Atom, subs: Mapping[Symbol, Expr]) -> Expr:
+    if isinstance(atom, Symbol):
+        found = subs.get(atom)
+        return Expr.atom(atom) if found is None else found
+    a, b = (substitute(arg, subs) for arg in atom.args)
+    if atom.kind == "//":
+        return floordiv(a, b)
+    return mod(a, b) if atom.kind == "%" else extremum(atom.kind, a, b)
 
 
 def _split(expr: Expr, divisor: int) -> tuple[Expr, Expr]:
