@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from customop.dispatch import Dispatcher, DispatchKey, OperatorHandle, RegistrationHandle
 from customop.dispatch._global import dispatcher as default_dispatcher
 from customop.exceptions import RegistrationError
-from customop.library._fake_impl import remember_fake_impl
+from customop.library._fake_impl import refuse_fake_over_decomposition, remember_fake_impl
 from customop.library._signature import check_signature
 from customop.tensor._backends import BUILTIN_DEVICES
 
@@ -102,6 +102,7 @@ def register_fake_on(
     """The fake impl of ``op``, owned by ``library``, its signature checked now."""
     api = f"{op.name}.register_fake"
     check_signature(fn, op.schema, api, "fake impl")
+    refuse_fake_over_decomposition(op, api)
     return library.impl(str(op.name), remember_fake_impl(fn, str(op.name)), DispatchKey.Fake)
 
 
@@ -131,5 +132,6 @@ def register_fake(op: object, fn: F, *, dispatcher: Dispatcher | None = None) ->
     d = default_dispatcher if dispatcher is None else dispatcher
     handle = _handle_of(op, d, "register_fake")
     check_signature(fn, handle.schema, "register_fake", "fake impl")
+    refuse_fake_over_decomposition(handle, "register_fake")
     fake = remember_fake_impl(fn, str(handle.name))
     return handle.dispatcher.register_impl(handle.name, DispatchKey.Fake, fake)
