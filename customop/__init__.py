@@ -6,6 +6,7 @@ modules. The guides are in the ``docs/`` folder.
 
 from customop.dispatch import DispatchKey
 from customop.dispatch import DispatchKeySet
+from customop.dispatch import DispatchMode
 from customop.dispatch import Dispatcher
 from customop.dispatch import OperatorHandle
 from customop.dispatch import RegistrationHandle
@@ -46,8 +47,11 @@ from customop.schema import parse_operator_name
 from customop.schema import parse_schema
 from customop.tensor import Device
 from customop.tensor import FakeTensor
+from customop.tensor import SymBool
 from customop.tensor import SymInt
 from customop.tensor import Tensor
+from customop.tensor import check
+from customop.tensor import check_is_size
 from customop.tensor import empty
 from customop.tensor import empty_like
 from customop.tensor import new_empty
@@ -65,6 +69,7 @@ __all__ = [
     "DispatchKey",
     "DispatchKeyError",
     "DispatchKeySet",
+    "DispatchMode",
     "Dispatcher",
     "FakeTensor",
     "FakeTensorMode",
@@ -82,10 +87,13 @@ __all__ = [
     "RegistrationHandle",
     "SchemaError",
     "SchemaParseError",
+    "SymBool",
     "SymInt",
     "Tensor",
     "UnknownOperatorError",
     "below",
+    "check",
+    "check_is_size",
     "custom_op",
     "debug_checks",
     "dispatcher",

@@ -17,6 +17,7 @@ from typing import Any, Generic, ParamSpec, TypeVar, overload
 from customop.dispatch import Dispatcher, DispatchKey, OperatorHandle, RegistrationHandle
 from customop.dispatch._global import dispatcher as default_dispatcher
 from customop.dispatch._kernel import caller_source
+from customop.dispatch._modes import register_dispatch_mode
 from customop.exceptions import RegistrationError
 from customop.library._checks import Check, attach_value_checks
 from customop.library._hooks import device_keys, register_fake_on, register_kernel_on
@@ -167,6 +168,14 @@ class CustomOpDef(Generic[P, R]):
             return register_fake_on(self._library, self._handle, fake)
 
         return register if fn is None else register(fn)
+
+    def register_dispatch_mode(self, mode: type, fn: Callable[..., Any]) -> RegistrationHandle:
+        """Run ``fn(mode, op, types, args, kwargs)`` for this op while a ``mode`` is active.
+
+        Instead of the mode's ``__dispatch__``; torch's ``register_torch_dispatch``.
+        """
+        self._guard()
+        return register_dispatch_mode(self._handle, mode, fn)
 
     def __repr__(self) -> str:
         state = " (replaced)" if self._replaced_by else ""
