@@ -184,3 +184,5 @@ class GraphModel(_Model):
     version: Literal[1]
     ops: dict[str, str]
     nodes: list[NodeModel]
+    #: Conditions on sizes the graph was traced under (``"s0 == s1"``).
+    assumptions: list[str] = Field(default_factory=list)
