@@ -90,9 +90,7 @@ class FakeTensorMethods:
         """A new fake of ``size`` with this fake's dtype and device (unless given)."""
         from customop.tensor._factory import new_empty  # noqa: PLC0415 -- it imports _fake
 
-        result: FakeTensor = new_empty(
-            self, _sizes("new_empty", size), dtype=dtype, device=device
-        )
+        result: FakeTensor = new_empty(self, _sizes("new_empty", size), dtype=dtype, device=device)
         return result
 
     def new_zeros(

@@ -204,6 +204,7 @@ def _raise_undecidable(node: Node) -> NoReturn:
 
 # -- comparing ---------------------------------------------------------------------------
 
+
 def _by_range(op: str, lo: Bound, hi: Bound) -> bool | None:
     if op == "<":
         return True if hi < 0 else False if lo >= 0 else None
