@@ -278,7 +278,7 @@ def _end(bound: Any, size: IntLike, *, clamp: bool = True) -> IntLike:
     A start past the end needs no clamping: the length is at least 0 anyway."""
     if isinstance(bound, int) and bound < 0:
         return sym_max(size + bound, 0)
-    return sym_min(bound, size) if clamp else bound  # type: ignore[no-any-return]
+    return sym_min(bound, size) if clamp else bound
 
 
 def _bad(api: str, what: str) -> NoReturn:

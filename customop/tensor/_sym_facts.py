@@ -104,7 +104,7 @@ class Facts:
             return False
         if reduced.is_constant:
             return reduced.constant == 0
-        if any(f == reduced or f == -reduced for f in self.not_zero):
+        if any(f in (reduced, -reduced) for f in self.not_zero):
             return False
         above, below = self._at_least_zero(reduced), self._at_least_zero(-reduced)
         if above is False or below is False:

@@ -32,7 +32,7 @@ _COMPARE: Final[dict[type[ast.cmpop], Callable[[Any, Any], bool]]] = {
 }
 
 
-class _Unbound(Exception):
+class _UnboundError(Exception):
     """A condition names a symbol the inputs do not bind."""
 
 
@@ -80,7 +80,7 @@ def _holds(node: ast.expr, bindings: Mapping[str, Any]) -> bool:
 def _value(node: ast.expr, bindings: Mapping[str, Any]) -> Any:
     names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} - {"max", "min"}
     if not names <= bindings.keys():
-        raise _Unbound
+        raise _UnboundError
     return evaluate(ast.unparse(node), bindings)
 
 
@@ -90,7 +90,7 @@ def check_assumptions(assumptions: Sequence[str], bindings: Mapping[str, Any]) -
         try:
             if _holds(parse_condition(text), bindings):
                 continue
-        except _Unbound:
+        except _UnboundError:
             continue  # a data-dependent size: unknown before the ops run
         values = ", ".join(f"{name} = {bindings[name]}" for name in sorted(bindings))
         raise GraphError(

@@ -25,9 +25,9 @@ def test_create_unbacked_symint_is_a_deprecated_alias(dispatcher: Dispatcher) ->
         rows = get_ctx().create_unbacked_symint()
         return empty((rows, x.ndim), dtype="int64")
 
-    with FakeTensorMode() as mode:
-        with pytest.warns(DeprecationWarning, match="create_unbacked_symint is deprecated") as w:
-            out = nonzero(mode.from_real(np.eye(2)))
+    deprecated = pytest.warns(DeprecationWarning, match="create_unbacked_symint is deprecated")
+    with FakeTensorMode() as mode, deprecated as w:
+        out = nonzero(mode.from_real(np.eye(2)))
     assert isinstance(out.shape[0], SymInt)
     assert w[0].filename == __file__  # points at the fake impl, not at customop
 

@@ -27,7 +27,7 @@ SAME_AS_NUMPY = [
     pytest.param(lambda x: x.squeeze(1), lambda a: a, id="squeeze-not-one"),
     pytest.param(
         lambda x: x.expand(5, 2, 3, 4), lambda a: np.broadcast_to(a, (5, 2, 3, 4)), id="expand-lead"
-    ),  # fmt: skip
+    ),
     pytest.param(lambda x: x.flatten(1), lambda a: a.reshape(2, -1), id="flatten"),
     pytest.param(lambda x: x[0], lambda a: a[0], id="int"),
     pytest.param(lambda x: x[:, None], lambda a: a[:, None], id="none"),
@@ -127,7 +127,7 @@ def test_new_tensors_take_dtype_and_device(sym: Any) -> None:
             lambda x: x.reshape(5),
             r"shape \(5,\) has 5 elements but the input has 6",
             id="reshape-count",
-        ),  # fmt: skip
+        ),
         pytest.param(lambda x: x.reshape(-1, -1), "more than one -1", id="two-inferred"),
         pytest.param(lambda x: x.reshape(0, -1), "has a 0 besides -1", id="zero-inferred"),
         pytest.param(lambda x: x.expand(4, 3), "size 2 cannot expand to 4", id="expand"),
@@ -160,9 +160,10 @@ def test_checked_reshape_in_a_fake_impl_style(sym: Any) -> None:
 
 
 @pytest.mark.parametrize(
-    "layout", [None, "strided", type("L", (), {"__str__": lambda s: "torch.strided"})()],
+    "layout",
+    [None, "strided", type("L", (), {"__str__": lambda s: "torch.strided"})()],
     ids=["none", "name", "torch"],
-)  # fmt: skip
+)
 def test_empty_accepts_the_strided_layout(layout: Any) -> None:
     assert empty((2, 3), layout=layout).shape == (2, 3)
 
