@@ -118,7 +118,9 @@ class FakeTensorMethods:
         step: IntLike = 1
         for size in reversed(self._shape):
             strides.append(step)
-            step = step * sym_max(size, 1)
+            # torch multiplies by max(size, 1); a symbolic size is taken as >= 1 to keep
+            # the strides readable (a size-0 tensor's strides are never used).
+            step = step * (size if isinstance(size, SymInt) else max(size, 1))
         result = tuple(reversed(strides))
         return result if dim is None else result[self._dim_index(dim, "FakeTensor.stride")]
 

@@ -31,7 +31,24 @@ def floordiv(a: Expr, b: Expr) -> Expr:
         return a
     if a == b:
         return Expr.const(1)
-    return Expr.atom(make_func("//", a, b))
+    exact = _exact_quotient(a, b)
+    return Expr.atom(make_func("//", a, b)) if exact is None else exact
+
+
+def _exact_quotient(a: Expr, b: Expr) -> Expr | None:
+    """``a / b`` when ``b`` is one term that divides every term of ``a`` (``16*s0 / 8*s0``)."""
+    if len(b.terms) != 1:
+        return None
+    divisor, coef = b.terms[0]
+    powers = dict(divisor)
+    quotient: dict[Monomial, int] = {}
+    for mono, value in a.terms:
+        left = dict(mono)
+        if value % coef or any(left.get(atom, 0) < power for atom, power in powers.items()):
+            return None
+        rest = tuple((atom, p - powers.get(atom, 0)) for atom, p in mono if p > powers.get(atom, 0))
+        quotient[rest] = value // coef
+    return Expr(quotient)
 
 
 def mod(a: Expr, b: Expr) -> Expr:
