@@ -15,6 +15,7 @@ each asyncio task has its own (a task starts with a copy of its creator's).
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections.abc import Callable
 from contextvars import ContextVar, Token
@@ -56,6 +57,7 @@ _installed: weakref.WeakKeyDictionary[Dispatcher, RegistrationHandle | None] = (
     weakref.WeakKeyDictionary()
 )
 #: dispatcher -> op name -> mode class -> (rule, source).
+_rules_lock: Final = threading.Lock()
 _rules: weakref.WeakKeyDictionary[Dispatcher, dict[str, dict[type, tuple[ModeRule, str]]]] = (
     weakref.WeakKeyDictionary()
 )
@@ -178,20 +180,23 @@ def register_dispatch_mode(op: OperatorHandle, mode: type, fn: ModeRule) -> Regi
             "args, kwargs). Pass a function."
         )
     source = caller_source()
-    rules = _rules.setdefault(op.dispatcher, {}).setdefault(str(op.name), {})
-    existing = rules.get(mode)
+    entry = (fn, source)
+    with _rules_lock:
+        rules = _rules.setdefault(op.dispatcher, {}).setdefault(str(op.name), {})
+        existing = rules.get(mode)
+        if existing is None:
+            rules[mode] = entry
     if existing is not None:
         raise RegistrationError(
             f"{api}: {op.name} already has a rule for {mode.__qualname__}, registered at "
             f"{existing[1]} (this one at {source}). One rule per op and mode class keeps the "
             "behaviour unambiguous. Remove the first rule's handle before registering another."
         )
-    entry = (fn, source)
-    rules[mode] = entry
 
     def undo() -> None:
-        if rules.get(mode) is entry:
-            del rules[mode]
+        with _rules_lock:
+            if rules.get(mode) is entry:
+                del rules[mode]
 
     return RegistrationHandle(
         undo, description=f"dispatch mode rule {op.name} {mode.__qualname__}", source=source
