@@ -18,6 +18,7 @@ the values of a traced function.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 from customop.tensor._check import check
@@ -233,6 +234,15 @@ class FakeTensorMethods:
             keep = [i for i in range(len(self._shape)) if i != index or not one]
         return self._view(tuple(self._shape[i] for i in keep))
 
+    def __iter__(self) -> Iterator[FakeTensor]:
+        """The fakes ``x[0], x[1], ...`` along a concrete first dimension."""
+        if not self._shape or not isinstance(self._shape[0], int):
+            raise TypeError(
+                f"FakeTensor: cannot iterate over a fake of shape {self._shape!r}. Iteration "
+                "needs a concrete first dimension. Index with x[i], or use an op."
+            )
+        return (self[i] for i in range(self._shape[0]))
+
     def __getitem__(self, index: Any) -> FakeTensor:
         """Basic indexing: ints, slices, ``None`` and ``...`` (shape changes only)."""
         items = index if isinstance(index, tuple) else (index,)
@@ -252,12 +262,27 @@ class FakeTensorMethods:
                 shape.append(_slice_length(item, self._shape[dim]))
                 dim += 1
             elif as_int(item) is not None or isinstance(item, SymInt):
+                _check_index(item, self._shape[dim], dim)
                 dim += 1  # an int index drops the dimension
             else:
                 _bad("__getitem__", f"index {item!r} is not an int, slice, None or ...; advanced "
                      "(array or bool) indexing depends on data, so use an op")  # fmt: skip
         shape.extend(self._shape[dim:])
         return self._view(tuple(shape))
+
+
+def _check_index(index: IntLike, size: IntLike, dim: int) -> None:
+    # IndexError, as torch and numpy raise; undecided (a symbolic size), the index is
+    # assumed in range, as torch guards.
+    negative = isinstance(index, int) and index < 0
+    in_range = index >= -size if negative else index < size
+    if _decided(in_range) is False:
+        raise IndexError(
+            f"FakeTensor.__getitem__: index {index} is out of range for dimension {dim} of "
+            f"size {size}. Indices count from 0, or from -1 at the end. Pass an index in "
+            f"[-{size}, {size})."
+        )
+    check(in_range)
 
 
 def _slice_length(item: slice, size: IntLike) -> IntLike:

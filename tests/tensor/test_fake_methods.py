@@ -101,7 +101,8 @@ def test_metadata(sym: Any) -> None:
     _, s0, fake = sym
     assert str(fake.stride()) == "(12, 4, 1)"
     assert fake.stride(-1) == 1
-    assert str(FakeTensor((2, s0)).stride()) == "(max(s0, 1), 1)"
+    assert str(FakeTensor((2, s0)).stride()) == "(s0, 1)"
+    assert FakeTensor((2, 0, 3)).stride() == (3, 3, 1)  # torch: max(size, 1)
     assert fake.is_contiguous()
     assert fake.contiguous() is fake
     assert fake.layout == "strided"
@@ -171,3 +172,26 @@ def test_empty_accepts_the_strided_layout(layout: Any) -> None:
 def test_empty_refuses_other_layouts() -> None:
     with pytest.raises(ValueError, match=r"^empty: layout 'sparse_coo' is not supported\. "):
         empty((2,), layout="sparse_coo")
+
+
+def test_iteration_along_a_concrete_first_dimension() -> None:
+    assert [row.shape for row in FakeTensor((2, 3))] == [(3,), (3,)]
+
+
+def test_iteration_over_a_symbolic_first_dimension_is_refused(sym: Any) -> None:
+    _, _, fake = sym
+    with pytest.raises(TypeError, match="needs a concrete first dimension"):
+        list(fake)
+
+
+@pytest.mark.parametrize("index", [2, -3], ids=["past-end", "before-start"])
+def test_int_index_out_of_range(index: int) -> None:
+    with pytest.raises(IndexError, match=f"index {index} is out of range for dimension 0"):
+        FakeTensor((2, 3))[index]
+
+
+def test_int_index_into_a_symbolic_size_is_assumed_in_range(sym: Any) -> None:
+    env, s0, fake = sym
+    assert fake[5].shape == (3, 4)
+    assert env.assumptions == ("s0 > 5",)
+    assert (s0 >= 6) is True
