@@ -78,7 +78,18 @@ class DispatchMode:
         self, op: OperatorHandle, types: tuple[type, ...], args: tuple[Any, ...],
         kwargs: dict[str, Any],
     ) -> Any:  # fmt: skip
-        """Handle one op call; the default runs it unchanged (``op(*args, **kwargs)``)."""
+        """Handle one op call; the default runs it unchanged (``op(*args, **kwargs)``).
+
+        Args:
+            op: the operator called (``op.name``, ``op.schema``); calling it runs the
+                next mode down, or the kernels.
+            types: the types of the array arguments, each once.
+            args: the positional arguments of the call.
+            kwargs: the keyword arguments of the call.
+
+        Returns:
+            The call's result.
+        """
         return op(*args, **kwargs)
 
     def __enter__(self) -> Self:
@@ -167,6 +178,18 @@ def register_dispatch_mode(op: OperatorHandle, mode: type, fn: ModeRule) -> Regi
     ``fn(mode, op, types, args, kwargs)`` runs instead of the mode's
     ``__dispatch__`` for this op (torch: ``register_torch_dispatch``). One rule
     per op and mode class; remove the handle to register another.
+
+    Args:
+        op: the operator.
+        mode: a `DispatchMode` subclass.
+        fn: the rule, called as ``fn(mode, op, types, args, kwargs)``.
+
+    Returns:
+        The handle that removes the rule.
+
+    Raises:
+        TypeError: ``mode`` is not a DispatchMode subclass, or ``fn`` is not callable.
+        RegistrationError: the op already has a rule for ``mode``.
     """
     api = f"{op.name}.register_dispatch_mode"
     if not (isinstance(mode, type) and issubclass(mode, DispatchMode)):

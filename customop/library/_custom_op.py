@@ -173,6 +173,13 @@ class CustomOpDef(Generic[P, R]):
         """Run ``fn(mode, op, types, args, kwargs)`` for this op while a ``mode`` is active.
 
         Instead of the mode's ``__dispatch__``; torch's ``register_torch_dispatch``.
+
+        Args:
+            mode: a `DispatchMode` subclass (the rule applies to its subclasses too).
+            fn: the rule, called as ``fn(mode, op, types, args, kwargs)``.
+
+        Returns:
+            The handle that removes the rule.
         """
         self._guard()
         return register_dispatch_mode(self._handle, mode, fn)

@@ -75,6 +75,11 @@ def check_is_size(n: IntLike, msg: Message = None, *, max: int | None = None) ->
 
     On a `SymInt` the bounds are assumed (see `check`), as ``torch._check_is_size``.
 
+    Args:
+        n: the size, an int or a `SymInt`.
+        msg: the error message, or a zero-argument callable that makes it.
+        max: an upper bound, when the op has one.
+
     Raises:
         CheckError: ``n`` is negative (or above ``max``).
         TypeError: ``n`` is not an int or a SymInt.

@@ -106,6 +106,12 @@ class Graph:
         """Add an assumption on sizes (``"s0 == s1"``), checked on every run.
 
         `trace` adds those that ``customop.check`` made while recording.
+
+        Args:
+            condition: comparisons of size expressions, joined by and / or / not.
+
+        Raises:
+            GraphError: ``condition`` is not such a condition.
         """
         parse_condition(condition)
         if condition not in self._assumptions:
