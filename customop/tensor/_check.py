@@ -13,14 +13,14 @@ A fake impl states what it requires of its inputs' sizes:
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextvars import ContextVar
 from typing import Final, NoReturn
 
 from customop.tensor._symbool import SymBool
 from customop.tensor._symint import IntLike, SymInt, as_int
 
-__all__ = ["ASSUMPTION_SINK", "CheckError", "check", "check_is_size"]
+__all__ = ["ASSUMPTION_SINK", "CheckError", "assumptions_about", "check", "check_is_size"]
 
 #: Where the running trace collects the assumptions made while it records (or None).
 ASSUMPTION_SINK: Final[ContextVar[list[str] | None]] = ContextVar(
@@ -96,6 +96,21 @@ def check_is_size(n: IntLike, msg: Message = None, *, max: int | None = None) ->
                 "given), so these inputs do not fit the op. Pass a valid size."
             )
         check(cond, msg)
+
+
+def assumptions_about(sizes: Iterable[object]) -> list[str]:
+    """Every assumption recorded in the ShapeEnvs of the symbols in ``sizes``, oldest first.
+
+    A trace adds these to its graph: a check that they decided (so recorded
+    nothing new) still relied on them.
+    """
+    found: dict[str, None] = {}
+    for size in sizes:
+        if isinstance(size, SymInt):
+            for symbol in sorted(size._expr.symbols(), key=lambda s: s.index):
+                if symbol.facts is not None:
+                    found.update(dict.fromkeys(symbol.facts.recorded))
+    return list(found)
 
 
 def _is_numpy_bool(value: object) -> bool:

@@ -20,7 +20,7 @@ from customop.dispatch import Dispatcher, DispatchKey, DispatchKeySet, OperatorH
 from customop.dispatch._global import dispatcher as default_dispatcher
 from customop.fake._mode import FakeTensorMode
 from customop.tensor import FakeTensor, SymInt
-from customop.tensor._check import ASSUMPTION_SINK
+from customop.tensor._check import ASSUMPTION_SINK, assumptions_about
 from customop.trace._graph import Graph
 from customop.trace._meta import TensorMeta, meta_of
 from customop.trace._node import Node, NodeRef
@@ -144,7 +144,9 @@ def trace(
         ASSUMPTION_SINK.reset(sink)
         _ACTIVE.reset(token)
     active.graph.output(active.swap(result))
-    for condition in assumed:
+    # Also what was known before: a check those facts decided recorded nothing new.
+    sizes = [size for arg in args if isinstance(arg, FakeTensor) for size in arg.shape]
+    for condition in (*assumed, *assumptions_about(sizes), *mode.shape_env.assumptions):
         active.graph.assume(condition)
 
     return active.graph

@@ -106,3 +106,24 @@ def test_assumptions_on_unbound_symbols_are_not_checked() -> None:
 def test_assume_refuses_what_is_not_a_condition(text: str) -> None:
     with pytest.raises(GraphError, match="is not a condition on sizes"):
         Graph().assume(text)
+
+
+def test_facts_known_before_the_trace_are_kept(pair: Any, dispatcher: Dispatcher) -> None:
+    env = ShapeEnv()
+    s0, s1 = env.new_symint(), env.new_symint()
+    check(s0 == s1)  # the fake impl's check is then decided, and records nothing new
+    x, y = FakeTensor((s0, 4)), FakeTensor((s1, 4))
+    graph = trace(lambda x, y: pair(x, y), x, y, dispatcher=dispatcher)
+    assert graph.assumptions == ("s0 < 100", "s0 == s1")
+    with pytest.raises(GraphError, match="break the assumption s0 == s1"):
+        graph(ones(2), ones(3))
+
+
+def test_tracing_twice_with_the_same_symbols_keeps_the_assumptions(
+    pair: Any, dispatcher: Dispatcher
+) -> None:
+    env = ShapeEnv()
+    x, y = FakeTensor((env.new_symint(), 4)), FakeTensor((env.new_symint(), 4))
+    first = trace(lambda x, y: pair(x, y), x, y, dispatcher=dispatcher)
+    second = trace(lambda x, y: pair(x, y), x, y, dispatcher=dispatcher)
+    assert set(second.assumptions) == set(first.assumptions) == {"s0 == s1", "s0 < 100"}
