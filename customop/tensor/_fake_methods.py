@@ -86,25 +86,41 @@ class FakeTensorMethods:
     # -- new tensors -----------------------------------------------------------------
 
     def new_empty(
-        self, *size: Any, dtype: DTypeLike | None = None, device: DeviceLike | None = None
+        self,
+        *size: Any,
+        dtype: DTypeLike | None = None,
+        device: DeviceLike | None = None,
+        layout: object = None,
     ) -> FakeTensor:
-        """A new fake of ``size`` with this fake's dtype and device (unless given)."""
+        """A new fake of ``size`` with this fake's dtype and device (unless given).
+
+        ``layout`` takes torch's spellings of the dense layout only (see `check_layout`).
+        """
+        check_layout(layout, "FakeTensor.new_empty")
         from customop.tensor._factory import new_empty  # noqa: PLC0415 -- it imports _fake
 
         result: FakeTensor = new_empty(self, _sizes("new_empty", size), dtype=dtype, device=device)
         return result
 
     def new_zeros(
-        self, *size: Any, dtype: DTypeLike | None = None, device: DeviceLike | None = None
+        self,
+        *size: Any,
+        dtype: DTypeLike | None = None,
+        device: DeviceLike | None = None,
+        layout: object = None,
     ) -> FakeTensor:
         """Same as `new_empty`: a fake has no values to fill."""
-        return self.new_empty(*size, dtype=dtype, device=device)
+        return self.new_empty(*size, dtype=dtype, device=device, layout=layout)
 
     def new_ones(
-        self, *size: Any, dtype: DTypeLike | None = None, device: DeviceLike | None = None
+        self,
+        *size: Any,
+        dtype: DTypeLike | None = None,
+        device: DeviceLike | None = None,
+        layout: object = None,
     ) -> FakeTensor:
         """Same as `new_empty`: a fake has no values to fill."""
-        return self.new_empty(*size, dtype=dtype, device=device)
+        return self.new_empty(*size, dtype=dtype, device=device, layout=layout)
 
     # -- layout ----------------------------------------------------------------------
 

@@ -195,3 +195,9 @@ def test_int_index_into_a_symbolic_size_is_assumed_in_range(sym: Any) -> None:
     assert fake[5].shape == (3, 4)
     assert env.assumptions == ("s0 > 5",)
     assert (s0 >= 6) is True
+
+
+def test_new_tensors_check_the_layout() -> None:
+    assert FakeTensor((2,)).new_ones(3, layout="strided").shape == (3,)
+    with pytest.raises(ValueError, match=r"^FakeTensor\.new_empty: layout 'sparse_coo' is not"):
+        FakeTensor((2,)).new_zeros(3, layout="sparse_coo")
