@@ -7,6 +7,7 @@ modules. The guides are in the ``docs/`` folder.
 from customop.autograd import gradcheck
 from customop.dispatch import DispatchKey
 from customop.dispatch import DispatchKeySet
+from customop.dispatch import DispatchMode
 from customop.dispatch import Dispatcher
 from customop.dispatch import OperatorHandle
 from customop.dispatch import RegistrationHandle
@@ -56,24 +57,27 @@ from customop.schema import parse_operator_name
 from customop.schema import parse_schema
 from customop.tensor import Device
 from customop.tensor import FakeTensor
+from customop.tensor import SymBool
 from customop.tensor import SymInt
 from customop.tensor import Tensor
 from customop.tensor import bfloat16
 from customop.tensor import bool_
-from customop.tensor import complex64
+from customop.tensor import check
+from customop.tensor import check_is_size
 from customop.tensor import complex128
+from customop.tensor import complex64
 from customop.tensor import dtype
 from customop.tensor import float16
 from customop.tensor import float32
 from customop.tensor import float64
-from customop.tensor import int8
 from customop.tensor import int16
 from customop.tensor import int32
 from customop.tensor import int64
-from customop.tensor import uint8
+from customop.tensor import int8
 from customop.tensor import uint16
 from customop.tensor import uint32
 from customop.tensor import uint64
+from customop.tensor import uint8
 from customop.tensor import empty
 from customop.tensor import empty_like
 from customop.tensor import new_empty
@@ -95,6 +99,7 @@ __all__ = [  # noqa: RUF022 -- plain sorted() order, which tests/test_public_api
     "DispatchKey",
     "DispatchKeyError",
     "DispatchKeySet",
+    "DispatchMode",
     "Dispatcher",
     "FakeTensor",
     "FakeTensorMode",
@@ -113,12 +118,15 @@ __all__ = [  # noqa: RUF022 -- plain sorted() order, which tests/test_public_api
     "RegistrationHandle",
     "SchemaError",
     "SchemaParseError",
+    "SymBool",
     "SymInt",
     "Tensor",
     "UnknownOperatorError",
     "below",
     "bfloat16",
     "bool_",
+    "check",
+    "check_is_size",
     "complex128",
     "complex64",
     "custom_op",

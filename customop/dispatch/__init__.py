@@ -20,6 +20,9 @@ from customop.dispatch._local import epoch
 from customop.dispatch._local import exclude_keys
 from customop.dispatch._local import include_keys
 from customop.dispatch._local import local_keys
+from customop.dispatch._modes import DispatchMode
+from customop.dispatch._modes import active_modes
+from customop.dispatch._modes import register_dispatch_mode
 from customop.dispatch._models import ArrayTypeInfo
 from customop.dispatch._models import DispatcherSnapshot
 from customop.dispatch._models import FallbackInfo
@@ -35,6 +38,7 @@ __all__ = [
     "ArrayTypeInfo",
     "DispatchKey",
     "DispatchKeySet",
+    "DispatchMode",
     "Dispatcher",
     "DispatcherSnapshot",
     "Epoch",
@@ -51,10 +55,12 @@ __all__ = [
     "Reason",
     "RegistrationHandle",
     "TableEntry",
+    "active_modes",
     "below",
     "epoch",
     "exclude_keys",
     "fallthrough",
     "include_keys",
     "local_keys",
+    "register_dispatch_mode",
 ]

@@ -12,7 +12,7 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from typing import Literal, TypeAlias, final
-from weakref import WeakValueDictionary
+from weakref import WeakSet, WeakValueDictionary
 
 from customop.dispatch._entry import EmptyState, OperatorEntry, empty_state
 from customop.dispatch._handles import RegistrationHandle
@@ -48,10 +48,14 @@ from customop.dispatch._table import affected_keys
 from customop.exceptions import KernelOverrideWarning, RegistrationError
 from customop.schema import FunctionSchema, OperatorName
 
-__all__ = ["Dispatcher", "LibraryKind"]
+__all__ = ["LIVE_DISPATCHERS", "Dispatcher", "LibraryKind"]
 
 LibraryKind: TypeAlias = Literal["DEF", "FRAGMENT", "IMPL"]
 _CIA = DispatchKey.CompositeImplicitAutograd
+
+
+#: Every dispatcher alive (weakly held), for layers that serve a key on all of them.
+LIVE_DISPATCHERS: WeakSet[Dispatcher] = WeakSet()
 
 
 @final
@@ -81,6 +85,7 @@ class Dispatcher(Lookup):
                 self._add_fallback(DispatchKey.Autograd, fallthrough, "", DEFAULT_SOURCE)
             )
         self._defaults = tuple(defaults)
+        LIVE_DISPATCHERS.add(self)  # dispatch modes install their Python fallback on each
 
     @property
     def default_registrations(self) -> tuple[RegistrationHandle, ...]:

@@ -17,6 +17,7 @@ from typing import Any, Generic, ParamSpec, TypeVar, overload
 from customop.dispatch import Dispatcher, DispatchKey, OperatorHandle, RegistrationHandle
 from customop.dispatch._global import dispatcher as default_dispatcher
 from customop.dispatch._kernel import caller_source
+from customop.dispatch._modes import register_dispatch_mode
 from customop.exceptions import RegistrationError
 from customop.library._autograd import register_autograd_on
 from customop.library._blockwise import register_blockwise_on
@@ -204,6 +205,21 @@ class CustomOpDef(Generic[P, R]):
         """
         self._guard()
         return register_autograd_on(self._library, self._handle, backward, setup_context)
+
+    def register_dispatch_mode(self, mode: type, fn: Callable[..., Any]) -> RegistrationHandle:
+        """Run ``fn(mode, op, types, args, kwargs)`` for this op while a ``mode`` is active.
+
+        Instead of the mode's ``__dispatch__``; torch's ``register_torch_dispatch``.
+
+        Args:
+            mode: a `DispatchMode` subclass (the rule applies to its subclasses too).
+            fn: the rule, called as ``fn(mode, op, types, args, kwargs)``.
+
+        Returns:
+            The handle that removes the rule.
+        """
+        self._guard()
+        return register_dispatch_mode(self._handle, mode, fn)
 
     def __repr__(self) -> str:
         state = " (replaced)" if self._replaced_by else ""

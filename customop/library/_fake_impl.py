@@ -11,9 +11,31 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from customop.dispatch import DispatchKey, OperatorHandle
+from customop.exceptions import RegistrationError
 from customop.tensor._ctx import FAKE_IMPL_CODES
 
-__all__ = ["remember_fake_impl"]
+__all__ = ["refuse_fake_over_decomposition", "remember_fake_impl"]
+
+
+def refuse_fake_over_decomposition(op: OperatorHandle, api: str) -> None:
+    """Refuse a fake impl for an op whose CompositeImplicitAutograd kernel would hide it.
+
+    A CompositeImplicitAutograd kernel serves the Autograd keys, which every
+    FakeTensor carries above ``Fake``, so the decomposition runs on fakes and a
+    fake impl never would. torch refuses this registration too.
+    """
+    record = op._entry.top(DispatchKey.CompositeImplicitAutograd)
+    if record is None:
+        return
+    raise RegistrationError(
+        f"{api}: {op.name} has a CompositeImplicitAutograd kernel ({record.label}), so a fake "
+        "impl would never run: that kernel serves the Autograd keys above Fake and "
+        "decomposes the op on fakes too. Register the body as CompositeExplicitAutograd "
+        "(register_kernel(op, 'default', fn) or Library.impl(name, fn, "
+        "'CompositeExplicitAutograd')) and then its fake impl, or drop the fake impl and let "
+        "the decomposition compute fake results."
+    )
 
 
 def remember_fake_impl(fn: Callable[..., Any], op: str) -> Callable[..., Any]:

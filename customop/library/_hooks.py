@@ -14,7 +14,7 @@ from customop.dispatch import Dispatcher, DispatchKey, OperatorHandle, Registrat
 from customop.dispatch._global import dispatcher as default_dispatcher
 from customop.exceptions import RegistrationError
 from customop.library._dtype_args import canonical_dtypes
-from customop.library._fake_impl import remember_fake_impl
+from customop.library._fake_impl import refuse_fake_over_decomposition, remember_fake_impl
 from customop.library._registered import remember_handle
 from customop.library._signature import check_signature
 from customop.tensor._backends import BUILTIN_DEVICES
@@ -120,6 +120,7 @@ def register_fake_on(
     """The fake impl of ``op``, owned by ``library``, its signature checked now."""
     api = f"{op.name}.register_fake"
     check_signature(fn, op.schema, api, "fake impl")
+    refuse_fake_over_decomposition(op, api)
     return library.impl(str(op.name), remember_fake_impl(fn, str(op.name)), DispatchKey.Fake)
 
 
@@ -177,6 +178,7 @@ def _fake_now(
     if _is_custom_op(op):
         return op.register_fake(fn)  # type: ignore[attr-defined,no-any-return]
     check_signature(fn, handle.schema, api, "fake impl")
+    refuse_fake_over_decomposition(handle, api)
     if lib is not None:
         registered = lib.register_fake(str(handle.name), fn)
     else:

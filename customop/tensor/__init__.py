@@ -8,6 +8,9 @@ from customop.tensor._backends import ArrayAdapter
 from customop.tensor._backends import adapter_for
 from customop.tensor._backends import device_of
 from customop.tensor._backends import register_backend
+from customop.tensor._check import CheckError
+from customop.tensor._check import check
+from customop.tensor._check import check_is_size
 from customop.tensor._device import Device
 from customop.tensor._dtype import bfloat16
 from customop.tensor._dtype import bool_
@@ -41,21 +44,26 @@ from customop.tensor._symint import ShapeEnv
 from customop.tensor._symint import SymInt
 from customop.tensor._symint import sym_max
 from customop.tensor._symint import sym_min
+from customop.tensor._symbool import SymBool
 
 __all__ = [  # noqa: RUF022 -- plain sorted() order, which tests/test_public_api.py checks
     "ArrayAdapter",
     "CURRENT_FAKE_MODE",
+    "CheckError",
     "DataDependentError",
     "Device",
     "FAKE_KEYS",
     "FakeTensor",
     "FakeTensorFactory",
     "ShapeEnv",
+    "SymBool",
     "SymInt",
     "Tensor",
     "adapter_for",
     "bfloat16",
     "bool_",
+    "check",
+    "check_is_size",
     "complex128",
     "complex64",
     "current_fake_mode",

@@ -8,10 +8,12 @@ costs nothing extra, and ``get_ctx()`` outside one is an error, as in torch.
 from __future__ import annotations
 
 import sys
+import warnings
 import weakref
 from types import CodeType, FrameType
 from typing import Final, final
 
+from customop.dispatch._kernel import user_stacklevel
 from customop.tensor._factory import CURRENT_FAKE_MODE
 from customop.tensor._symint import ShapeEnv, SymInt
 
@@ -35,6 +37,16 @@ class FakeImplCtx:
         """A new size symbol ``s<n>`` in ``[min, max]``, for an output whose size
         depends on the data (``nonzero``, ``unique``): the fake cannot know it."""
         return self.shape_env.new_symint(min, max)
+
+    def create_unbacked_symint(self, *, min: int = 0, max: int | None = None) -> SymInt:
+        """Deprecated alias of `new_dynamic_size` (torch's old name); warns."""
+        warnings.warn(
+            "FakeImplCtx.create_unbacked_symint is deprecated, as in torch. It is another name "
+            "for new_dynamic_size. Call get_ctx().new_dynamic_size() instead.",
+            DeprecationWarning,
+            stacklevel=user_stacklevel(),
+        )
+        return self.new_dynamic_size(min=min, max=max)
 
     def __repr__(self) -> str:
         return f"<FakeImplCtx of {self.op}>"

@@ -42,6 +42,7 @@ from customop.tensor._backends import (
 from customop.tensor._device import Device, DeviceLike, to_device
 from customop.tensor._dtype import DTypeLike, dtype, float32, to_dtype
 from customop.tensor._fake import FakeTensor, ShapeLike, to_shape
+from customop.tensor._fake_methods import check_layout
 from customop.tensor._symint import IntLike, SymInt
 
 __all__ = [
@@ -87,14 +88,18 @@ def empty(
     dtype: DTypeLike = float32,
     device: DeviceLike = "cpu",
     dispatcher: Dispatcher | None = None,
+    layout: object = None,
 ) -> Any:
     """A new uninitialised array: a fake under a fake mode or for symbolic sizes, else real.
 
     ``empty((s0, 3))`` is a `FakeTensor`; ``empty((2, 3))`` a numpy float32
     array; ``empty(4, device="toy")`` an array of the backend registered for
-    device type ``"toy"`` (with an ``empty`` function).
+    device type ``"toy"`` (with an ``empty`` function). ``layout`` takes torch's
+    spellings of the dense layout (``None``, ``"strided"``, ``torch.strided``).
     """
     api = "empty"
+    if layout is not None:
+        check_layout(layout, api)
     sizes = to_shape(shape, api=api)
     element = to_dtype(dtype, api=api)
     where = to_device(device)

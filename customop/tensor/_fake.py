@@ -27,6 +27,7 @@ from typing import NoReturn, TypeAlias, overload
 
 from customop.tensor._device import Device, DeviceLike, to_device
 from customop.tensor._dtype import DTypeLike, dtype, float32, to_dtype
+from customop.tensor._fake_methods import FakeTensorMethods
 from customop.tensor._sym_ops import bounds
 from customop.tensor._symint import IntLike, SymInt, as_int
 
@@ -36,7 +37,7 @@ __all__ = ["FakeTensor", "ShapeLike", "to_shape"]
 ShapeLike: TypeAlias = IntLike | Iterable[IntLike]
 
 
-class FakeTensor:
+class FakeTensor(FakeTensorMethods):
     """An array without data: ``FakeTensor((s0, 3), customop.float32, "cuda:1")``.
 
     ``shape`` entries are ints >= 0 or `SymInt`s; ``dtype`` is anything
@@ -46,7 +47,9 @@ class FakeTensor:
     and refuses numpy conversion (it has no values to convert).
 
     Subclasses (the trace layer's tracer tensors) may add slots; a subclass
-    dispatches with FakeTensor's keys unless it registers its own.
+    dispatches with FakeTensor's keys unless it registers its own. The torch
+    metadata methods fake impls call (``new_empty``, ``reshape``, ``x[:, None]``,
+    ...) come from `FakeTensorMethods`.
     """
 
     __slots__ = ("_device", "_dtype", "_shape")

@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Final, TypeAlias, final
+from typing import TYPE_CHECKING, Final, TypeAlias, final
+
+if TYPE_CHECKING:
+    from customop.tensor._sym_facts import Facts
 
 __all__ = ["INF", "Bound", "Expr", "Func", "Monomial", "Symbol", "make_func"]
 
@@ -30,16 +33,20 @@ class Symbol:
     """One size symbol: its name (``s0``), number (for ordering) and range ``[lo, hi]``.
 
     Symbols compare by all four; the hash and sort key are computed once, since
-    every expression operation hashes and sorts its atoms.
+    every expression operation hashes and sorts its atoms. ``facts`` are the
+    recorded assumptions of the `ShapeEnv` that made it (not part of equality).
     """
 
-    __slots__ = ("_hash", "hi", "index", "key", "lo", "name")
+    __slots__ = ("_hash", "facts", "hi", "index", "key", "lo", "name")
 
-    def __init__(self, name: str, index: int, lo: Bound = 0, hi: Bound = INF) -> None:
+    def __init__(
+        self, name: str, index: int, lo: Bound = 0, hi: Bound = INF, facts: Facts | None = None
+    ) -> None:
         self.name = name
         self.index = index
         self.lo = lo
         self.hi = hi
+        self.facts = facts
         self.key: _AtomKey = (0, index, name)
         self._hash = hash((name, index, lo, hi))
 

@@ -15,12 +15,12 @@ symbols' bounds settle (``s0 >= 0`` for a size), and nothing more.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Final
 
 from customop.tensor._sym_expr import INF, Atom, Bound, Expr, Monomial, Symbol, make_func
 
-__all__ = ["bounds", "extremum", "floordiv", "mod", "shifted"]
+__all__ = ["bounds", "extremum", "floordiv", "mod", "shifted", "substitute"]
 
 
 def floordiv(a: Expr, b: Expr) -> Expr:
@@ -31,7 +31,24 @@ def floordiv(a: Expr, b: Expr) -> Expr:
         return a
     if a == b:
         return Expr.const(1)
-    return Expr.atom(make_func("//", a, b))
+    exact = _exact_quotient(a, b)
+    return Expr.atom(make_func("//", a, b)) if exact is None else exact
+
+
+def _exact_quotient(a: Expr, b: Expr) -> Expr | None:
+    """``a / b`` when ``b`` is one term that divides every term of ``a`` (``16*s0 / 8*s0``)."""
+    if len(b.terms) != 1:
+        return None
+    divisor, coef = b.terms[0]
+    powers = dict(divisor)
+    quotient: dict[Monomial, int] = {}
+    for mono, value in a.terms:
+        left = dict(mono)
+        if value % coef or any(left.get(atom, 0) < power for atom, power in powers.items()):
+            return None
+        rest = tuple((atom, p - powers.get(atom, 0)) for atom, p in mono if p > powers.get(atom, 0))
+        quotient[rest] = value // coef
+    return Expr(quotient)
 
 
 def mod(a: Expr, b: Expr) -> Expr:
@@ -51,6 +68,31 @@ def extremum(kind: str, a: Expr, b: Expr) -> Expr:
     if hi <= 0:
         return b if kind == "max" else a
     return Expr.atom(make_func(kind, a, b))
+
+
+def substitute(expr: Expr, subs: Mapping[Symbol, Expr]) -> Expr:
+    """``expr`` with each symbol in ``subs`` replaced by its expression, normalised again."""
+    if not subs or not (expr.symbols() & subs.keys()):
+        return expr
+    total = Expr.const(0)
+    for mono, coef in expr.terms:
+        term = Expr.const(coef)
+        for atom, power in mono:
+            value = _substitute_atom(atom, subs)
+            for _ in range(power):
+                term = term * value
+        total = total + term
+    return total
+
+
+def _substitute_atom(atom: Atom, subs: Mapping[Symbol, Expr]) -> Expr:
+    if isinstance(atom, Symbol):
+        found = subs.get(atom)
+        return Expr.atom(atom) if found is None else found
+    a, b = (substitute(arg, subs) for arg in atom.args)
+    if atom.kind == "//":
+        return floordiv(a, b)
+    return mod(a, b) if atom.kind == "%" else extremum(atom.kind, a, b)
 
 
 def _split(expr: Expr, divisor: int) -> tuple[Expr, Expr]:

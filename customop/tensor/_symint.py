@@ -8,16 +8,18 @@ new expressions (``2*s0 + 1``), and results that are constant are plain ints
 
 Semantics, decided here once:
 
-* **Comparisons** (``< <= > >= == !=`` and ``bool()``) return a plain bool
-  when the symbols' ranges decide them, and raise `DataDependentError`
-  otherwise. ``s0 >= 0`` is True for a size; ``s0 > 3`` is undecidable and
-  raises; ``s0 + 1 > s0`` is True. Builtin ``max``/``min`` work when decidable;
-  `sym_max` / `sym_min` never raise: undecided, they stay symbolic
+* **Comparisons** (``< <= > >= == !=``) return a plain bool when the
+  symbols' ranges, or the facts their `ShapeEnv` recorded, decide them, and a
+  `SymBool` otherwise; ``bool()`` of an undecided one raises
+  `DataDependentError` (see `customop.tensor._symbool`). ``s0 >= 0`` is True
+  for a size; ``s0 > 3`` is a SymBool, so ``if s0 > 3:`` raises; after
+  ``customop.check(s0 > 3)`` it is True. Builtin ``max``/``min`` work when
+  decidable; `sym_max` / `sym_min` never raise: undecided, they stay symbolic
   (``max(s0, 3)``).
 * **Equality and hashing.** ``s0 == s0`` is True, and so is any equality of
   two expressions with the same canonical form (``s0 + s0 == 2*s0``). ``s0 ==
-  3`` is decided by the range only: False when 3 is outside it, True when the
-  range is exactly ``[3, 3]``, else an error. Hashes follow the canonical form,
+  3`` is decided by the range (and recorded facts): False when 3 is outside it,
+  True when the range is exactly ``[3, 3]``, else a SymBool. Hashes follow the canonical form,
   so equal expressions hash alike; a SymInt that a range pins to an int equals
   that int but hashes differently, so do not mix the two as dict keys.
 * **Printing.** ``str(s)`` is Python over the symbol names using only
@@ -34,14 +36,15 @@ or trace: two environments both name their first symbol ``s0``.
 from __future__ import annotations
 
 import math
-import operator
 import sys
 import threading
-from collections.abc import Callable, Mapping
-from typing import Final, NoReturn, TypeAlias, final
+from collections.abc import Mapping
+from typing import TypeAlias, final
 
 from customop.tensor._sym_expr import INF, Bound, Expr, Symbol
-from customop.tensor._sym_ops import bounds, extremum, floordiv, mod, shifted
+from customop.tensor._sym_facts import Facts
+from customop.tensor._sym_ops import bounds, extremum, floordiv, mod
+from customop.tensor._symbool import DataDependentError, SymBool, compare, show_range
 
 __all__ = [
     "DataDependentError",
@@ -52,19 +55,6 @@ __all__ = [
     "sym_max",
     "sym_min",
 ]
-
-
-class DataDependentError(RuntimeError):
-    """A comparison of SymInts that their value ranges do not decide.
-
-    The value of a data-dependent size is unknown while tracing or running
-    fake impls, so a branch on it cannot be taken. ``expression`` is the text
-    of the comparison that failed.
-    """
-
-    def __init__(self, message: str, *, expression: str = "") -> None:
-        super().__init__(message)
-        self.expression = expression
 
 
 def as_int(value: object) -> int | None:
@@ -90,58 +80,6 @@ def _wrap(expr: Expr) -> SymInt | int:
 
 def _end(bound: Bound) -> int | None:
     return None if math.isinf(bound) else int(bound)
-
-
-def _show_range(expr: Expr) -> str:
-    lo, hi = bounds(expr)
-    left = "(-inf" if math.isinf(lo) else f"[{lo}"
-    right = "inf)" if math.isinf(hi) else f"{hi}]"
-    return f"{left}, {right}"
-
-
-#: Decisions of ``diff <op> 0`` from diff's range ``(lo, hi)``: True, False, or None (unknown).
-_DECIDE: Final[dict[str, Callable[[Bound, Bound], bool | None]]] = {
-    "<": lambda lo, hi: True if hi < 0 else False if lo >= 0 else None,
-    "<=": lambda lo, hi: True if hi <= 0 else False if lo > 0 else None,
-    ">": lambda lo, hi: True if lo > 0 else False if hi <= 0 else None,
-    ">=": lambda lo, hi: True if lo >= 0 else False if hi < 0 else None,
-    "==": lambda lo, hi: True if lo == hi == 0 else False if lo > 0 or hi < 0 else None,
-    "!=": lambda lo, hi: False if lo == hi == 0 else True if lo > 0 or hi < 0 else None,
-}
-_CONCRETE: Final[dict[str, Callable[[int, int], bool]]] = {
-    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
-    "==": operator.eq, "!=": operator.ne,
-}  # fmt: skip
-
-
-def _compare(left: Expr, op: str, right: Expr) -> bool:
-    if right.is_constant:
-        # Against an int (the common case): shift left's cached range, no new expression.
-        lo, hi = shifted(bounds(left), -right.constant)
-        decided = _DECIDE[op](lo, hi)
-        if decided is None:
-            _raise_undecidable(left, op, right, left - right)
-        return decided
-    diff = left - right
-    if diff.is_constant:
-        return _CONCRETE[op](diff.constant, 0)
-    lo, hi = bounds(diff)
-    decided = _DECIDE[op](lo, hi)
-    if decided is None:
-        _raise_undecidable(left, op, right, diff)
-    return decided
-
-
-def _raise_undecidable(left: Expr, op: str, right: Expr, diff: Expr) -> NoReturn:
-    text = f"{left} {op} {right}"
-    subject = left if right.is_constant else diff
-    raise DataDependentError(
-        f"SymInt: cannot decide {text}: {subject} may be anywhere in {_show_range(subject)}. "
-        "A data-dependent size has no value while fake impls run, so a branch on it cannot "
-        "be taken. Give the size tighter bounds (new_dynamic_size(min=..., max=...)), or "
-        "compute with sym_max / sym_min, which stay symbolic.",
-        expression=text,
-    )
 
 
 @final
@@ -241,34 +179,34 @@ class SymInt:
             "has no symbolic floats. Use // for floor division."
         )
 
-    # -- comparisons: a bool when the ranges decide, else DataDependentError ----------
+    # -- comparisons: a bool when decided, else a SymBool (see _symbool) -------------
 
-    def __lt__(self, other: IntLike) -> bool:
+    def __lt__(self, other: IntLike) -> bool | SymBool:
         right = _as_expr(other)
-        return NotImplemented if right is None else _compare(self._expr, "<", right)
+        return NotImplemented if right is None else compare(self._expr, "<", right)
 
-    def __le__(self, other: IntLike) -> bool:
+    def __le__(self, other: IntLike) -> bool | SymBool:
         right = _as_expr(other)
-        return NotImplemented if right is None else _compare(self._expr, "<=", right)
+        return NotImplemented if right is None else compare(self._expr, "<=", right)
 
-    def __gt__(self, other: IntLike) -> bool:
+    def __gt__(self, other: IntLike) -> bool | SymBool:
         right = _as_expr(other)
-        return NotImplemented if right is None else _compare(self._expr, ">", right)
+        return NotImplemented if right is None else compare(self._expr, ">", right)
 
-    def __ge__(self, other: IntLike) -> bool:
+    def __ge__(self, other: IntLike) -> bool | SymBool:
         right = _as_expr(other)
-        return NotImplemented if right is None else _compare(self._expr, ">=", right)
+        return NotImplemented if right is None else compare(self._expr, ">=", right)
 
-    def __eq__(self, other: object) -> bool:
+    def __eq__(self, other: object) -> bool | SymBool:  # type: ignore[override]
         right = _as_expr(other)
-        return NotImplemented if right is None else _compare(self._expr, "==", right)
+        return NotImplemented if right is None else compare(self._expr, "==", right)
 
-    def __ne__(self, other: object) -> bool:
+    def __ne__(self, other: object) -> bool | SymBool:  # type: ignore[override]
         right = _as_expr(other)
-        return NotImplemented if right is None else _compare(self._expr, "!=", right)
+        return NotImplemented if right is None else compare(self._expr, "!=", right)
 
     def __bool__(self) -> bool:
-        return _compare(self._expr, "!=", Expr.const(0))
+        return bool(compare(self._expr, "!=", Expr.const(0)))
 
     def __hash__(self) -> int:
         return hash(self._expr)
@@ -348,11 +286,12 @@ class ShapeEnv:
     calls `new_symint`); a trace keeps one per graph.
     """
 
-    __slots__ = ("_lock", "_symbols")
+    __slots__ = ("_facts", "_lock", "_symbols")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._symbols: list[SymInt] = []
+        self._facts = Facts()
 
     def new_symint(self, min: int | None = 0, max: int | None = None) -> SymInt:
         """A new symbol whose value lies in ``[min, max]`` (None: unbounded on that side)."""
@@ -364,7 +303,7 @@ class ShapeEnv:
             )
         with self._lock:
             index = len(self._symbols)
-            symint = SymInt(Expr.atom(Symbol(f"s{index}", index, lo, hi)))
+            symint = SymInt(Expr.atom(Symbol(f"s{index}", index, lo, hi, self._facts)))
             self._symbols.append(symint)
         return symint
 
@@ -373,8 +312,13 @@ class ShapeEnv:
         """Every symbol made so far, oldest first."""
         return tuple(self._symbols)
 
+    @property
+    def assumptions(self) -> tuple[str, ...]:
+        """What ``customop.check`` assumed about these symbols, as written, oldest first."""
+        return tuple(self._facts.recorded)
+
     def __repr__(self) -> str:
-        return f"ShapeEnv({', '.join(f'{s}: {_show_range(s._expr)}' for s in self._symbols)})"
+        return f"ShapeEnv({', '.join(f'{s}: {show_range(s._expr)}' for s in self._symbols)})"
 
 
 def _check_bound(name: str, value: object, unbounded: float) -> Bound:

@@ -16,6 +16,7 @@ from typing import Any, Final, NoReturn, TypeAlias, final
 from customop.dispatch import Dispatcher, OperatorHandle
 from customop.library import CustomOpDef, OpOverload
 from customop.trace import _lint, _pictures, _printer, _run, _serialize
+from customop.trace._assume import parse_condition
 from customop.trace._errors import fail
 from customop.trace._meta import Meta, MetaLike, TensorMeta
 from customop.trace._models import GraphModel
@@ -41,7 +42,7 @@ class Graph:
     `to_dot`. Nodes are appended only; the output comes last.
     """
 
-    __slots__ = ("_counts", "_nodes", "_output", "_plan", "_targets", "_used")
+    __slots__ = ("_assumptions", "_counts", "_nodes", "_output", "_plan", "_targets", "_used")
 
     def __init__(self) -> None:
         self._nodes: list[Node] = []
@@ -52,6 +53,7 @@ class Graph:
         # op object -> (qualified name, handle, variable base name): looked up once per op.
         self._targets: dict[object, tuple[str, OperatorHandle, str]] = {}
         self._plan: _run.Plan | None = None
+        self._assumptions: list[str] = []
 
     # -- building ------------------------------------------------------------------
 
@@ -99,6 +101,21 @@ class Graph:
         self._append(node, inputs)
         self._output = node
         return node
+
+    def assume(self, condition: str) -> None:
+        """Add an assumption on sizes (``"s0 == s1"``), checked on every run.
+
+        `trace` adds those that ``customop.check`` made while recording.
+
+        Args:
+            condition: comparisons of size expressions, joined by and / or / not.
+
+        Raises:
+            GraphError: ``condition`` is not such a condition.
+        """
+        parse_condition(condition)
+        if condition not in self._assumptions:
+            self._assumptions.append(condition)
 
     def _append(self, node: Node, inputs: list[Node]) -> None:
         unique = list(dict.fromkeys(inputs)) if len(inputs) > 1 else inputs
@@ -160,6 +177,11 @@ class Graph:
     def nodes(self) -> tuple[Node, ...]:
         """Every node, in the order they were added (placeholders, calls, output)."""
         return tuple(self._nodes)
+
+    @property
+    def assumptions(self) -> tuple[str, ...]:
+        """Conditions on sizes the graph was traced under; `run` refuses inputs breaking one."""
+        return tuple(self._assumptions)
 
     @property
     def placeholders(self) -> tuple[Node, ...]:

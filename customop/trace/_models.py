@@ -12,6 +12,9 @@ tagged by ``kind``::
     {"kind": "float", "value": "inf"}       "inf", "-inf" or "nan": JSON has no such numbers
     {"kind": "complex", "value": "(1+2j)"}
 
+A graph's ``assumptions`` (``["s0 == s1"]``, made by ``customop.check`` while
+tracing) are saved as condition texts beside its nodes.
+
 Fields at their defaults are left out of the text (``exclude_defaults``), so
 every tag and required field carries no default.
 """
@@ -184,3 +187,5 @@ class GraphModel(_Model):
     version: Literal[1]
     ops: dict[str, str]
     nodes: list[NodeModel]
+    #: Conditions on sizes the graph was traced under (``"s0 == s1"``).
+    assumptions: list[str] = Field(default_factory=list)

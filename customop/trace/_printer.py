@@ -34,6 +34,7 @@ def graph_code(graph: Graph) -> str:
     signature = [n.code() for n in graph._nodes if n.kind is NodeKind.PLACEHOLDER]
     body = [(n.code(), n.meta_text) for n in graph._nodes if n.kind is not NodeKind.PLACEHOLDER]
     lines = [f"def {FUNCTION_NAME}({', '.join(signature)}):"]
+    lines += [f"{_INDENT}# assumes {condition}" for condition in graph._assumptions]
     width = max(
         (len(code) for code, comment in body if comment and len(code) <= ALIGN_LIMIT), default=0
     )

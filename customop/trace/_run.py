@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 from customop.dispatch import Dispatcher, OperatorHandle, epoch
 from customop.library._ops import defined_names
 from customop.library._overload import bind_overload
+from customop.trace._assume import check_assumptions
 from customop.trace._errors import fail, unknown_ops_error
 from customop.trace._meta import TensorMeta, dtype_name, size_entry
 from customop.trace._node import Node, NodeKind, NodeRef, op_path
@@ -60,6 +61,8 @@ def run(graph: Graph, args: Sequence[Any], dispatcher: Dispatcher | None) -> Any
             _check_input(node.name, node.meta, value, sizes)
         env[node.index] = value
     bindings = sizes.values
+    if graph._assumptions:
+        check_assumptions(graph._assumptions, bindings)
     for node, fn in _plan(graph, dispatcher).steps:
         call_args = [_fill(a, env, bindings) for a in node.args]
         call_kwargs = {k: _fill(v, env, bindings) for k, v in node.kwargs.items()}

@@ -72,7 +72,13 @@ def to_model(graph: Graph) -> GraphModel:
                 meta=_meta_model(node.meta),
             )
         )
-    return GraphModel(format=FORMAT, version=VERSION, ops=dict(sorted(ops.items())), nodes=nodes)
+    return GraphModel(
+        format=FORMAT,
+        version=VERSION,
+        ops=dict(sorted(ops.items())),
+        nodes=nodes,
+        assumptions=list(graph._assumptions),
+    )
 
 
 def _meta_model(meta: Meta) -> MetaModel:
@@ -154,6 +160,8 @@ def load(graph: Graph, model: GraphModel, dispatcher: Dispatcher | None, api: st
         graph._append(node, inputs)
         if spec.kind is NodeKind.OUTPUT:
             graph._output = node
+    for condition in model.assumptions:
+        graph.assume(condition)
 
 
 def _handles(model: GraphModel, dispatcher: Dispatcher, api: str) -> dict[str, OperatorHandle]:

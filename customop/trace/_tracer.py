@@ -20,6 +20,7 @@ from customop.dispatch import Dispatcher, DispatchKey, DispatchKeySet, OperatorH
 from customop.dispatch._global import dispatcher as default_dispatcher
 from customop.fake._mode import FakeTensorMode
 from customop.tensor import FakeTensor, SymInt
+from customop.tensor._check import ASSUMPTION_SINK, assumptions_about
 from customop.trace._graph import Graph
 from customop.trace._meta import TensorMeta, meta_of
 from customop.trace._node import Node, NodeRef
@@ -134,11 +135,18 @@ def trace(
         else:
             args.append(value)
     token = _ACTIVE.set(active)
+    assumed: list[str] = []
+    sink = ASSUMPTION_SINK.set(assumed)  # what customop.check assumes while recording
     try:
         with mode, include_keys(DispatchKey.Tracer):
             result = fn(*args, **example_kwargs)
     finally:
+        ASSUMPTION_SINK.reset(sink)
         _ACTIVE.reset(token)
     active.graph.output(active.swap(result))
+    # Also what was known before: a check those facts decided recorded nothing new.
+    sizes = [size for arg in args if isinstance(arg, FakeTensor) for size in arg.shape]
+    for condition in (*assumed, *assumptions_about(sizes), *mode.shape_env.assumptions):
+        active.graph.assume(condition)
 
     return active.graph

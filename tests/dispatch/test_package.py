@@ -16,11 +16,12 @@ ALLOWED_CUSTOMOP = ("customop.dispatch", "customop.schema", "customop.exceptions
 def test_public_names() -> None:
     assert customop.dispatch.__all__ == sorted(customop.dispatch.__all__)
     assert customop.dispatch.__all__ == [
-        "ArrayTypeInfo", "DispatchKey", "DispatchKeySet", "Dispatcher", "DispatcherSnapshot",
-        "Epoch", "EpochClock", "FallbackInfo", "Kernel", "KernelInfo", "LibraryInfo",
-        "LibraryKind", "LocalKeysGuard", "OperatorHandle", "OperatorInfo", "OperatorListener",
-        "Reason", "RegistrationHandle", "TableEntry", "below", "epoch", "exclude_keys",
-        "fallthrough", "include_keys", "local_keys",
+        "ArrayTypeInfo", "DispatchKey", "DispatchKeySet", "DispatchMode", "Dispatcher",
+        "DispatcherSnapshot", "Epoch", "EpochClock", "FallbackInfo", "Kernel", "KernelInfo",
+        "LibraryInfo", "LibraryKind", "LocalKeysGuard", "OperatorHandle", "OperatorInfo",
+        "OperatorListener", "Reason", "RegistrationHandle", "TableEntry", "active_modes",
+        "below", "epoch", "exclude_keys", "fallthrough", "include_keys", "local_keys",
+        "register_dispatch_mode",
     ]  # fmt: skip
 
 

@@ -23,7 +23,7 @@ CASE = textwrap.dedent(
 
     import numpy as np
 
-    from customop.tensor import Device, FakeTensor, ShapeEnv, SymInt, Tensor, dtype
+    from customop.tensor import Device, FakeTensor, ShapeEnv, SymBool, SymInt, Tensor, dtype
 
     def rank(x: Tensor) -> int:
         return x.ndim
@@ -34,7 +34,7 @@ CASE = textwrap.dedent(
     rank(3)  # error
     s0 = ShapeEnv().new_symint()
     assert_type(s0 * 2 + 1, int | SymInt)
-    assert_type(s0 >= 0, bool)
+    assert_type(s0 >= 0, bool | SymBool)
     assert_type(fake.size(0), int | SymInt)
     assert_type(fake.size(), tuple[int | SymInt, ...])
     assert_type(fake.numel(), int | SymInt)

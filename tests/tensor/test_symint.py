@@ -8,7 +8,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from customop.tensor import DataDependentError, ShapeEnv, SymInt, sym_max, sym_min
+from customop.tensor import DataDependentError, ShapeEnv, SymBool, SymInt, sym_max, sym_min
 
 Build = Callable[[SymInt, SymInt], object]
 
@@ -108,24 +108,28 @@ def test_decidable_comparisons(s: tuple[SymInt, SymInt], build: Build, expected:
         ),
     ],
 )
-def test_undecidable_comparisons_raise(
+def test_bool_of_undecidable_comparisons_raises(
     s: tuple[SymInt, SymInt], build: Build, expression: str, subject: str
 ) -> None:
     with pytest.raises(DataDependentError) as info:
-        build(*s)
+        bool(build(*s))  # a comparison is a SymBool; only bool() must decide
     assert info.value.expression == expression
     assert str(info.value).startswith(f"SymInt: cannot decide {expression}: {subject}. ")
     assert isinstance(info.value, RuntimeError)
 
 
 def test_undecidable_message(s: tuple[SymInt, SymInt]) -> None:
+    undecided = s[0] > 3
+    assert isinstance(undecided, SymBool)
+    assert str(undecided) == "s0 > 3"
     with pytest.raises(DataDependentError) as info:
-        _ = s[0] > 3
+        bool(undecided)
     assert str(info.value) == (
         "SymInt: cannot decide s0 > 3: s0 may be anywhere in [0, inf). A data-dependent size "
-        "has no value while fake impls run, so a branch on it cannot be taken. Give the size "
-        "tighter bounds (new_dynamic_size(min=..., max=...)), or compute with sym_max / "
-        "sym_min, which stay symbolic."
+        "has no value while fake impls run, so a branch on it cannot be taken. Assert what the "
+        "op requires with customop.check(s0 > 3), give the size tighter bounds "
+        "(new_dynamic_size(min=..., max=...)), or compute with sym_max / sym_min, which stay "
+        "symbolic."
     )
     assert info.value.expression == "s0 > 3"
 

@@ -1,0 +1,331 @@
+"""The torch-style metadata methods fake impls call on a `FakeTensor`.
+
+``x.new_empty``, ``x.reshape(-1, 4)``, ``x.transpose(0, 1)``, ``x[:, None]``,
+``x.stride()``, ... compute the result's metadata only, and keep symbolic
+sizes symbolic: nothing here turns a `SymInt` into an int. Where torch would
+guard on a size (``reshape`` needs equal element counts, ``expand`` needs
+equal sizes), an undecided condition is assumed with `check` and recorded;
+a decided False one raises.
+
+A fake has no memory layout: ``stride()`` gives the contiguous (row-major)
+strides of its shape, ``is_contiguous()`` is True, and views (``transpose``,
+``expand``, ...) are new contiguous fakes of the view's shape.
+
+Views are not recorded by `customop.trace`: call these in fake impls, not on
+the values of a traced function.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, Final, NoReturn
+
+from customop.tensor._check import check
+from customop.tensor._device import Device, DeviceLike
+from customop.tensor._dtype import DTypeLike, dtype
+from customop.tensor._symbool import SymBool
+from customop.tensor._symint import IntLike, SymInt, as_int, sym_max, sym_min
+
+if TYPE_CHECKING:
+    from customop.tensor._fake import FakeTensor
+
+__all__ = ["FakeTensorMethods", "check_layout", "element_size"]
+
+_BITS: Final = re.compile(r"\d+")
+
+
+def element_size(kind: dtype) -> int:
+    """Bytes per element of ``kind`` (``bool``: 1)."""
+    found = _BITS.search(kind.name)
+    return 1 if found is None else max(1, int(found.group()) // 8)
+
+
+#: torch's spellings of the one layout customop has: dense, strided arrays.
+_STRIDED: Final = frozenset({"strided", "torch.strided"})
+
+
+def check_layout(layout: object, api: str) -> None:
+    """Accept ``None``, ``"strided"`` and ``torch.strided``; refuse other layouts."""
+    if layout is not None and str(layout) not in _STRIDED:
+        raise ValueError(
+            f"{api}: layout {layout!r:.60} is not supported. customop's arrays and fakes are "
+            "dense (torch's strided layout). Pass layout=None, 'strided' or torch.strided."
+        )
+
+
+def _sizes(api: str, shape: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``f(2, 3)`` and ``f((2, 3))`` alike, as torch accepts both."""
+    if len(shape) == 1 and isinstance(shape[0], tuple | list):
+        return tuple(shape[0])
+    return shape
+
+
+def _decided(cond: bool | SymBool) -> bool | None:
+    return cond.decided if isinstance(cond, SymBool) else bool(cond)
+
+
+class FakeTensorMethods:
+    """Metadata methods of `FakeTensor` (a mixin: FakeTensor holds the slots)."""
+
+    __slots__ = ()
+
+    if TYPE_CHECKING:
+        _shape: tuple[IntLike, ...]
+        _dtype: dtype
+        _device: Device
+
+        def _dim_index(self, dim: object, api: str) -> int: ...
+        def numel(self) -> IntLike: ...
+
+    def _view(self, shape: tuple[IntLike, ...]) -> FakeTensor:
+        from customop.tensor._fake import FakeTensor  # noqa: PLC0415 -- _fake imports this module
+
+        return FakeTensor._new(shape, self._dtype, self._device)
+
+    # -- new tensors -----------------------------------------------------------------
+
+    def new_empty(
+        self,
+        *size: Any,
+        dtype: DTypeLike | None = None,
+        device: DeviceLike | None = None,
+        layout: object = None,
+    ) -> FakeTensor:
+        """A new fake of ``size`` with this fake's dtype and device (unless given).
+
+        ``layout`` takes torch's spellings of the dense layout only (see `check_layout`).
+        """
+        check_layout(layout, "FakeTensor.new_empty")
+        from customop.tensor._factory import new_empty  # noqa: PLC0415 -- it imports _fake
+
+        result: FakeTensor = new_empty(self, _sizes("new_empty", size), dtype=dtype, device=device)
+        return result
+
+    def new_zeros(
+        self,
+        *size: Any,
+        dtype: DTypeLike | None = None,
+        device: DeviceLike | None = None,
+        layout: object = None,
+    ) -> FakeTensor:
+        """Same as `new_empty`: a fake has no values to fill."""
+        return self.new_empty(*size, dtype=dtype, device=device, layout=layout)
+
+    def new_ones(
+        self,
+        *size: Any,
+        dtype: DTypeLike | None = None,
+        device: DeviceLike | None = None,
+        layout: object = None,
+    ) -> FakeTensor:
+        """Same as `new_empty`: a fake has no values to fill."""
+        return self.new_empty(*size, dtype=dtype, device=device, layout=layout)
+
+    # -- layout ----------------------------------------------------------------------
+
+    @property
+    def layout(self) -> str:
+        """``"strided"``: fakes are dense arrays (torch's ``torch.strided``)."""
+        return "strided"
+
+    def stride(self, dim: int | None = None) -> Any:
+        """The contiguous strides of the shape (in elements), or dimension ``dim``'s."""
+        strides: list[IntLike] = []
+        step: IntLike = 1
+        for size in reversed(self._shape):
+            strides.append(step)
+            # torch multiplies by max(size, 1); a symbolic size is taken as >= 1 to keep
+            # the strides readable (a size-0 tensor's strides are never used).
+            step = step * (size if isinstance(size, SymInt) else max(size, 1))
+        result = tuple(reversed(strides))
+        return result if dim is None else result[self._dim_index(dim, "FakeTensor.stride")]
+
+    def is_contiguous(self, memory_format: object = None) -> bool:
+        """True: a fake is laid out contiguously (it has no memory to be otherwise)."""
+        return True
+
+    def contiguous(self, memory_format: object = None) -> FakeTensor:
+        """This fake itself (it is contiguous already)."""
+        return self  # type: ignore[return-value]  # a mixin of FakeTensor only
+
+    def element_size(self) -> int:
+        """Bytes per element of the dtype."""
+        return element_size(self._dtype)
+
+    # -- shape changes ---------------------------------------------------------------
+
+    def reshape(self, *shape: Any) -> FakeTensor:
+        """A fake of ``shape``; one entry may be ``-1``, inferred from the element count."""
+        return self._view(self._reshaped("reshape", _sizes("reshape", shape)))
+
+    def view(self, *shape: Any) -> FakeTensor:
+        """Same as `reshape` (a fake has no strides to keep)."""
+        return self._view(self._reshaped("view", _sizes("view", shape)))
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> FakeTensor:
+        """Dimensions ``start_dim..end_dim`` merged into one."""
+        if not self._shape:
+            return self._view((1,))
+        start = self._dim_index(start_dim, "FakeTensor.flatten")
+        end = self._dim_index(end_dim, "FakeTensor.flatten")
+        merged: IntLike = 1
+        for size in self._shape[start : end + 1]:
+            merged = merged * size
+        return self._view((*self._shape[:start], merged, *self._shape[end + 1 :]))
+
+    def _reshaped(self, api: str, shape: tuple[Any, ...]) -> tuple[IntLike, ...]:
+        sizes = [size if isinstance(size, SymInt) else as_int(size) for size in shape]
+        if any(size is None for size in sizes):
+            _bad(api, f"shape {shape!r} has an entry that is not an int or SymInt")
+        inferred = [i for i, size in enumerate(sizes) if isinstance(size, int) and size == -1]
+        if len(inferred) > 1:
+            _bad(api, f"shape {shape!r} has more than one -1; only one size can be inferred")
+        known: IntLike = 1
+        for i, size in enumerate(sizes):
+            if i not in inferred:
+                known = known * size  # type: ignore[operator]  # None refused above
+        total = self.numel()
+        if inferred:
+            if _decided(known == 0):
+                _bad(api, f"shape {shape!r} has a 0 besides -1, so -1 cannot be inferred")
+            sizes[inferred[0]] = total // known
+            known = known * sizes[inferred[0]]  # type: ignore[operator]
+        if _decided(known == total) is False:
+            _bad(api, f"shape {shape!r} has {known} elements but the input has {total}")
+        check(known == total)  # undecided: assumed and recorded, as torch guards
+        return tuple(sizes)  # type: ignore[arg-type]
+
+    def expand(self, *sizes: Any) -> FakeTensor:
+        """A fake broadcast to ``sizes`` (``-1`` keeps a size; new dims go in front)."""
+        target = _sizes("expand", sizes)
+        if len(target) < len(self._shape):
+            _bad("expand", f"sizes {target!r} have fewer dimensions than the shape")
+        lead = len(target) - len(self._shape)
+        result: list[IntLike] = list(target[:lead])
+        for old, new in zip(self._shape, target[lead:], strict=True):
+            if isinstance(new, int) and new == -1:
+                result.append(old)
+            elif isinstance(old, int) and old == 1:
+                result.append(new)
+            else:
+                if _decided(old == new) is False:
+                    _bad("expand", f"size {old} cannot expand to {new} (only a size 1 can)")
+                check(old == new)
+                result.append(new)
+        return self._view(tuple(result))
+
+    def transpose(self, dim0: int, dim1: int) -> FakeTensor:
+        """Dimensions ``dim0`` and ``dim1`` swapped."""
+        shape = list(self._shape)
+        a = self._dim_index(dim0, "FakeTensor.transpose")
+        b = self._dim_index(dim1, "FakeTensor.transpose")
+        shape[a], shape[b] = shape[b], shape[a]
+        return self._view(tuple(shape))
+
+    def permute(self, *dims: Any) -> FakeTensor:
+        """Dimensions reordered: result dimension ``i`` is input dimension ``dims[i]``."""
+        order = [self._dim_index(d, "FakeTensor.permute") for d in _sizes("permute", dims)]
+        if sorted(order) != list(range(len(self._shape))):
+            _bad("permute", f"dims {dims!r} are not a permutation of {len(self._shape)} dims")
+        return self._view(tuple(self._shape[i] for i in order))
+
+    def unsqueeze(self, dim: int) -> FakeTensor:
+        """A size-1 dimension inserted at ``dim`` (in ``[-ndim-1, ndim]``)."""
+        ndim = len(self._shape) + 1
+        index = as_int(dim)
+        if index is None or not -ndim <= index < ndim:
+            _bad("unsqueeze", f"dim {dim!r} is out of range [-{ndim}, {ndim})")
+        index %= ndim
+        return self._view((*self._shape[:index], 1, *self._shape[index:]))
+
+    def squeeze(self, dim: int | None = None) -> FakeTensor:
+        """Size-1 dimensions removed (only ``dim``, when given). A symbolic size is
+        removed only when its range says it is 1."""
+        if dim is None:
+            keep = [i for i, size in enumerate(self._shape) if _decided(size == 1) is not True]
+        else:
+            index = self._dim_index(dim, "FakeTensor.squeeze")
+            one = _decided(self._shape[index] == 1) is True
+            keep = [i for i in range(len(self._shape)) if i != index or not one]
+        return self._view(tuple(self._shape[i] for i in keep))
+
+    def __iter__(self) -> Iterator[FakeTensor]:
+        """The fakes ``x[0], x[1], ...`` along a concrete first dimension."""
+        if not self._shape or not isinstance(self._shape[0], int):
+            raise TypeError(
+                f"FakeTensor: cannot iterate over a fake of shape {self._shape!r}. Iteration "
+                "needs a concrete first dimension. Index with x[i], or use an op."
+            )
+        return (self[i] for i in range(self._shape[0]))
+
+    def __getitem__(self, index: Any) -> FakeTensor:
+        """Basic indexing: ints, slices, ``None`` and ``...`` (shape changes only)."""
+        items = index if isinstance(index, tuple) else (index,)
+        used = sum(1 for item in items if item is not None and item is not Ellipsis)
+        if used > len(self._shape):
+            _bad("__getitem__", f"{used} indices for a {len(self._shape)}-d fake")
+        shape: list[IntLike] = []
+        dim = 0
+        for item in items:
+            if item is None:
+                shape.append(1)
+            elif item is Ellipsis:
+                skip = len(self._shape) - used
+                shape.extend(self._shape[dim : dim + skip])
+                dim += skip
+            elif isinstance(item, slice):
+                shape.append(_slice_length(item, self._shape[dim]))
+                dim += 1
+            elif as_int(item) is not None or isinstance(item, SymInt):
+                _check_index(item, self._shape[dim], dim)
+                dim += 1  # an int index drops the dimension
+            else:
+                _bad("__getitem__", f"index {item!r} is not an int, slice, None or ...; advanced "
+                     "(array or bool) indexing depends on data, so use an op")  # fmt: skip
+        shape.extend(self._shape[dim:])
+        return self._view(tuple(shape))
+
+
+def _check_index(index: IntLike, size: IntLike, dim: int) -> None:
+    # IndexError, as torch and numpy raise; undecided (a symbolic size), the index is
+    # assumed in range, as torch guards.
+    negative = isinstance(index, int) and index < 0
+    in_range = index >= -size if negative else index < size
+    if _decided(in_range) is False:
+        raise IndexError(
+            f"FakeTensor.__getitem__: index {index} is out of range for dimension {dim} of "
+            f"size {size}. Indices count from 0, or from -1 at the end. Pass an index in "
+            f"[-{size}, {size})."
+        )
+    check(in_range)
+
+
+def _slice_length(item: slice, size: IntLike) -> IntLike:
+    step = 1 if item.step is None else as_int(item.step)
+    if step is None or step <= 0:
+        _bad("__getitem__", f"slice step {item.step!r} is not an int > 0")
+    first, last = item.start, item.stop
+    if last is None and isinstance(first, int) and first < 0:
+        span = sym_min(-first, size)  # x[-k:]: the last k, or all when fewer
+    else:
+        begin = 0 if first is None else _end(first, size, clamp=False)
+        stop = size if last is None else _end(last, size)
+        span = sym_max(stop - begin, 0)
+    return span if step == 1 else (span + step - 1) // step
+
+
+def _end(bound: Any, size: IntLike, *, clamp: bool = True) -> IntLike:
+    """A slice bound counted from the front (negative ones from the end, at least 0).
+
+    A start past the end needs no clamping: the length is at least 0 anyway."""
+    if isinstance(bound, int) and bound < 0:
+        return sym_max(size + bound, 0)
+    return sym_min(bound, size) if clamp else bound
+
+
+def _bad(api: str, what: str) -> NoReturn:
+    raise ValueError(
+        f"FakeTensor.{api}: {what}. The result's shape follows torch's rules for "
+        f"Tensor.{api}. Pass arguments that fit the fake's shape."
+    )
