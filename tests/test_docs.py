@@ -3,7 +3,9 @@
 A ```python block is run in a namespace shared by the blocks of its page. If
 the next block is a ```text block, it is the expected stdout of that python
 block. Blocks fenced as ```python title="..." or ```pycon are treated alike;
-blocks marked ```python no-run are skipped (shell or pseudo code only).
+blocks fenced as ```{.python .no-run} are shown highlighted but not run (shell
+or pseudo code only). That attribute-list form is the one the Markdown engine
+(pymdownx.superfences) renders; a bare ```python no-run is not a fence to it.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import pytest
 
 ROOT = Path(__file__).parent.parent
 PAGES = [*sorted((ROOT / "docs").rglob("*.md")), ROOT / "README.md"]
-FENCE = re.compile(r"^```(\w+)([^\n]*)\n(.*?)^```\s*$", re.MULTILINE | re.DOTALL)
+FENCE = re.compile(r"^```(?:\{\.)?(\w+)([^\n]*)\n(.*?)^```\s*$", re.MULTILINE | re.DOTALL)
 
 
 def _blocks(page: Path) -> list[tuple[str, str, str]]:
