@@ -34,6 +34,15 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``customop`` command line, as ``customop ...`` or ``python -m customop ...``.
+
+    Args:
+        argv: the arguments after the program name; ``None`` reads ``sys.argv``.
+
+    Returns:
+        The exit status: 0 on success, 1 after printing a one-line error
+        (``--debug`` shows the traceback instead), 2 for a usage error.
+    """
     parser = _parser()
     args = parser.parse_args(argv)
     try:

@@ -162,6 +162,7 @@ class Declaration(_Model):
 
     @property
     def name(self) -> OperatorName:
+        """The declared operator's name, from its ``func`` schema."""
         name = self.func.name
         if name is None:  # pragma: no cover - loading rejects funcs without a name
             raise RuntimeError(f"Declaration: func {self.func} has no operator name.")
@@ -169,6 +170,7 @@ class Declaration(_Model):
 
     @property
     def namespace(self) -> str:
+        """The declared operator's namespace."""
         return self.func.namespace
 
     @property
@@ -250,6 +252,12 @@ class DeclarationFile(_Model):
         return groups
 
     def report(self) -> CodegenReport:
+        """What the file declares but codegen does not use.
+
+        Returns:
+            A ``CodegenReport`` listing unused fields, unused dispatch keys and
+            kernels left unbound, each with its line in the file.
+        """
         decls = self.declarations
         fields = [(name, d.line) for d in decls for name in d.unused_fields]
         keys = [(key, d.line) for d in decls for key in d.unused_keys]

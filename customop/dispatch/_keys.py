@@ -69,6 +69,7 @@ class DispatchKey(Enum):
 
     @property
     def is_backend(self) -> bool:
+        """Whether this is a backend key (``CPU`` ... ``Meta``): one that picks a device."""
         return self in _BACKENDS
 
     @property
@@ -78,6 +79,7 @@ class DispatchKey(Enum):
 
     @property
     def is_private_use(self) -> bool:
+        """Whether this is one of the ``PrivateUse1..3`` keys that user backends can rename."""
         return self in _PRIVATE_USE
 
     @property
@@ -220,6 +222,7 @@ class DispatchKeySet:
 
     @property
     def bits(self) -> int:
+        """The set as an ``int`` bitmask, one bit per key in priority order."""
         return self._bits
 
     def highest(self) -> DispatchKey:

@@ -140,6 +140,7 @@ class EpochClock:
 
     @property
     def cacheable(self) -> bool:
+        """Whether no thread has include/exclude keys active, so per-call caches may be used."""
         return self._active == 0
 
     def advance(self) -> None:
@@ -207,6 +208,7 @@ class LocalKeysGuard:
 
     @property
     def keys(self) -> DispatchKeySet:
+        """The keys this guard includes or excludes while active."""
         return keyset_from_bits(self._bits)
 
     def __enter__(self) -> DispatchKeySet:

@@ -40,6 +40,7 @@ class OperatorHandle:
 
     @property
     def name(self) -> OperatorName:
+        """The operator's name (namespace, name and overload)."""
         return self._entry.name
 
     @property
@@ -52,14 +53,17 @@ class OperatorHandle:
 
     @property
     def has_schema(self) -> bool:
+        """Whether the operator has a def (a schema); one with only impls has none."""
         return self._entry.schema is not None
 
     @property
     def tags(self) -> tuple[str, ...]:
+        """The tags given when the operator was defined."""
         return self._entry.tags
 
     @property
     def dispatcher(self) -> Dispatcher:
+        """The dispatcher that holds this operator."""
         return self._entry.dispatcher
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

@@ -51,6 +51,15 @@ class FakeTensorMode:
         return FakeTensor(shape, dtype, device)
 
     def new_dynamic_size(self, *, min: int = 0, max: int | None = None) -> SymInt:
+        """A new symbolic size for a data-dependent dimension.
+
+        Args:
+            min: the smallest value the size can take.
+            max: the largest value, or ``None`` for no upper bound.
+
+        Returns:
+            A fresh ``SymInt`` (``s0``, ``s1``, ...) owned by this mode's shape environment.
+        """
         return self.shape_env.new_symint(min, max)
 
     def __enter__(self) -> FakeTensorMode:

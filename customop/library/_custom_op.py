@@ -88,10 +88,12 @@ class CustomOpDef(Generic[P, R]):
 
     @property
     def name(self) -> str:
+        """The operator's qualified name, ``"ns::name"``."""
         return self.options.name
 
     @property
     def schema(self) -> FunctionSchema:
+        """The op's schema, inferred from the function's type hints or given as ``schema=``."""
         return self._schema
 
     @property
@@ -111,6 +113,7 @@ class CustomOpDef(Generic[P, R]):
 
     @property
     def dispatcher(self) -> Dispatcher:
+        """The dispatcher the op is registered on (``customop.dispatcher`` unless given)."""
         return self._library.dispatcher
 
     def _guard(self) -> None:

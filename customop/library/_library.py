@@ -163,6 +163,7 @@ class Library:
 
     @property
     def closed(self) -> bool:
+        """Whether ``close()`` has run: its registrations are gone and new ones are refused."""
         return self._closed
 
     def _check_open(self, api: str) -> None:

@@ -77,6 +77,7 @@ class OpOverloadPacket:
 
     @property
     def default(self) -> OpOverload:
+        """The default overload (the one defined without an overload name)."""
         return self.overload("default")
 
     def overload(self, overload: str) -> OpOverload:
@@ -198,6 +199,11 @@ class OpNamespace:
         self._packets: dict[str, OpOverloadPacket] = {}
 
     def names(self) -> list[str]:
+        """The operator names defined in this namespace.
+
+        Returns:
+            The names (without namespace or overload), sorted.
+        """
         found = {n.name for n in defined_names(self._dispatcher) if n.namespace == self._ns}
         return sorted(found)
 
@@ -235,6 +241,11 @@ class Ops:
         self._namespaces: dict[str, OpNamespace] = {}
 
     def namespaces(self) -> list[str]:
+        """The namespaces that have at least one defined operator.
+
+        Returns:
+            The namespace names, sorted.
+        """
         return sorted({n.namespace for n in defined_names(self._dispatcher)})
 
     def __getattr__(self, ns: str) -> OpNamespace:

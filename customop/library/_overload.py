@@ -57,11 +57,13 @@ class OpOverload:
 
     @property
     def name(self) -> OperatorName:
+        """The overload's operator name (namespace, name and overload)."""
         assert self.schema.name is not None
         return self.schema.name
 
     @property
     def overload_name(self) -> str:
+        """The overload name, ``"default"`` for the default overload."""
         return self.name.overload or "default"
 
     @property
@@ -76,6 +78,7 @@ class OpOverload:
 
     @property
     def dispatcher(self) -> Dispatcher:
+        """The dispatcher that this overload's calls go through."""
         return self._handle.dispatcher
 
     @property

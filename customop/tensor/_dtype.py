@@ -133,10 +133,12 @@ class dtype:  # noqa: N801 -- named like torch.dtype / numpy.dtype on purpose (s
 
     @property
     def is_floating_point(self) -> bool:
+        """Whether the dtype is a floating-point type (float16/32/64, bfloat16, float8 variants)."""
         return self._name in _FLOATING or self._name.startswith("float8")
 
     @property
     def is_complex(self) -> bool:
+        """Whether the dtype is a complex type."""
         return self._name in _COMPLEX
 
     def to_torch(self) -> Any:

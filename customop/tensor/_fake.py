@@ -86,10 +86,12 @@ class FakeTensor:
 
     @property
     def device(self) -> Device:
+        """The device the tensor claims to live on."""
         return self._device
 
     @property
     def ndim(self) -> int:
+        """The number of dimensions, ``len(shape)``."""
         return len(self._shape)
 
     def dim(self) -> int:

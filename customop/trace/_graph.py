@@ -163,6 +163,7 @@ class Graph:
 
     @property
     def placeholders(self) -> tuple[Node, ...]:
+        """The graph's input nodes, in order."""
         return tuple(n for n in self._nodes if n.kind is NodeKind.PLACEHOLDER)
 
     @property
@@ -215,6 +216,11 @@ class Graph:
         return _run.run(self, args, None)
 
     def to_model(self) -> GraphModel:
+        """The graph as a pydantic model, the structure behind ``to_json``.
+
+        Returns:
+            A ``GraphModel`` that ``Graph.from_model`` turns back into an equal graph.
+        """
         return _serialize.to_model(self)
 
     def to_json(self, *, indent: int | None = None) -> str:

@@ -136,6 +136,7 @@ class TensorMeta:
 
     @property
     def rank(self) -> int:
+        """The number of dimensions, ``len(shape)``."""
         return len(self.shape)
 
     @property

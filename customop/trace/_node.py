@@ -135,10 +135,12 @@ class Node:
 
     @property
     def inputs(self) -> tuple[Node, ...]:
+        """The nodes this node reads, in argument order."""
         return tuple(self._inputs)
 
     @property
     def users(self) -> tuple[Node, ...]:
+        """The nodes that read this node's value."""
         return tuple(self._users)
 
     @property
@@ -179,6 +181,7 @@ class Node:
 
     @property
     def meta_text(self) -> str:
+        """The node's metadata as the graph prints it (``f32[2, 3]``)."""
         return format_meta(self.meta)
 
     def __repr__(self) -> str:

@@ -63,6 +63,14 @@ class Constant:
 
     @classmethod
     def device(cls, device: object) -> Constant:
+        """A constant holding a device.
+
+        Args:
+            device: a device object or its string spelling (``"cpu"``, ``"cuda:0"``).
+
+        Returns:
+            The constant, printed as its string spelling.
+        """
         return cls(ConstantKind.DEVICE, str(device), None if type(device) is str else device)
 
     @classmethod
