@@ -75,7 +75,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - base signature
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
 
@@ -166,7 +166,7 @@ def _attrs(node: dict[str, Any]) -> dict[str, str]:
 def test_page_renders(pages: Any, site: str, path: str) -> None:
     _open(pages, site + path)
     text = pages.inner_text("article.md-content__inner")
-    assert "```" not in text, f"{path}: a literal ``` in the rendered text (a fence that did not parse)"
+    assert "```" not in text, f"{path}: a literal ``` in the text (a fence that did not parse)"
     if path.startswith("reference/"):  # the API reference: entries, or links to them
         entries = pages.locator("article .doc-heading, article a[href*='#customop.']").count()
         assert entries > 0, f"{path}: no API entries rendered"
