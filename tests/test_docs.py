@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).parent.parent
-PAGES = [*sorted((ROOT / "docs").rglob("*.md")), ROOT / "README.md"]
+PAGES = [*sorted((ROOT / "docs").rglob("*.md")), ROOT / "README.md", ROOT / "README.pypi.md"]
 FENCE = re.compile(r"^```(?:\{\.)?(\w+)([^\n]*)\n(.*?)^```\s*$", re.MULTILINE | re.DOTALL)
 
 
@@ -39,3 +39,12 @@ def test_page_examples_run(page: Path) -> None:
         following = blocks[index + 1] if index + 1 < len(blocks) else None
         if following is not None and following[0] == "text":
             assert out.getvalue() == following[2], f"{page.name} block {index}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_fences_are_ones_the_markdown_engine_renders(page: Path) -> None:
+    # A python fence followed by a bare word (no-run) is not a fence to
+    # pymdownx.superfences: the rest of the page alternates code and prose.
+    # Options must be key="value" pairs or the {.lang .class} form.
+    bad = re.findall(r"^```\w+[ \t]+[\w-]+[ \t]*$", page.read_text(), re.MULTILINE)
+    assert not bad, f"{page.name}: fences that do not render: {bad}; write ```{{.python .no-run}}"
