@@ -16,6 +16,7 @@ entry, so readers who write ``customop.X`` find it.
 
 from __future__ import annotations
 
+import doctest
 import importlib
 import inspect
 import pkgutil
@@ -73,14 +74,17 @@ def public_names() -> Iterator[tuple[str, str]]:
 
 
 def _own_members(cls: type) -> Iterator[tuple[str, object]]:
-    """Public methods and properties a class defines itself (not inherited)."""
+    """Public methods and properties a class defines itself (not inherited).
+
+    A method is yielded as its function, a property as itself.
+    """
     for name, value in vars(cls).items():
         if name.startswith("_"):
             continue
         if isinstance(value, classmethod | staticmethod):
             yield name, value.__func__
         elif isinstance(value, property):
-            yield name, value.fget
+            yield name, value  # its __doc__ is the getter's
         elif inspect.isfunction(value):
             yield name, value
 
@@ -109,6 +113,61 @@ def test_every_public_name_and_method_has_a_docstring() -> None:
         "public names without a docstring (write a Google-style one: a summary line, "
         "then Args: / Returns: / Raises: where they apply):\n  " + "\n  ".join(missing)
     )
+
+
+#: The entry points a reader starts from: their docstrings carry examples.
+ENTRY_POINTS = (
+    "customop.library.custom_op",
+    "customop.library.Library",
+    "customop.library.register_fake",
+    "customop.trace.trace",
+    "customop.fake.opcheck",
+    "customop.dispatch.Dispatcher",
+)
+
+
+def _top_level_paths() -> set[str]:
+    return {f"{home('customop', name)}.{name}" for name in customop.__all__}
+
+
+def test_top_level_functions_document_args_and_returns() -> None:
+    """What ``import customop`` gives has Google-style Args and Returns sections."""
+    top = _top_level_paths()
+    missing = []
+    for path, obj in _documented_objects():
+        if path not in top and path.rsplit(".", 1)[0] not in top:
+            continue
+        if not inspect.isfunction(obj):  # classes and properties: a docstring is enough
+            continue
+        parameters = [p for p in inspect.signature(obj).parameters if p not in ("self", "cls")]
+        doc = obj.__doc__ or ""
+        wants_returns = inspect.signature(obj).return_annotation not in ("None", None)
+        if (parameters and "Args:" not in doc) or (wants_returns and "Returns:" not in doc):
+            missing.append(path)
+    assert not missing, "add Args: / Returns: sections to the docstrings of:\n  " + "\n  ".join(
+        missing
+    )
+
+
+@pytest.mark.parametrize("path", ENTRY_POINTS)
+def test_entry_points_have_examples_that_run(path: str) -> None:
+    package, name = path.rsplit(".", 1)
+    obj = getattr(_module(package), name)
+    assert ">>>" in (obj.__doc__ or ""), f"{path}: add an Examples: section"
+
+
+def _doctested() -> list[str]:
+    return [path for path, obj in _documented_objects() if ">>>" in (obj.__doc__ or "")]
+
+
+@pytest.mark.parametrize("path", _doctested())
+def test_docstring_examples_run(path: str) -> None:
+    obj = dict(_documented_objects())[path]
+    finder = doctest.DocTestFinder(recurse=False)
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    for test in finder.find(obj, path, module=inspect.getmodule(obj)):
+        runner.run(test)
+    assert runner.failures == 0, f"{path}: its docstring examples fail (see the output above)"
 
 
 def _directives(page: Path) -> set[str]:

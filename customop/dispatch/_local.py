@@ -240,6 +240,12 @@ def include_keys(*keys: DispatchKey | DispatchKeySet) -> LocalKeysGuard:
 
     Calls compute ``(tensor keys | included) - excluded``; an alias key stands
     for its expansion. The sets belong to the current thread and asyncio task.
+
+    Args:
+        *keys: keys or key sets to include.
+
+    Returns:
+        A context manager.
     """
     return LocalKeysGuard(_bits_of(keys, "include_keys"), exclude=False)
 
@@ -248,6 +254,12 @@ def exclude_keys(*keys: DispatchKey | DispatchKeySet) -> LocalKeysGuard:
     """``with exclude_keys(DispatchKey.Autograd): ...`` removes keys from every call in the block.
 
     Exclusion wins over inclusion, as in PyTorch.
+
+    Args:
+        *keys: keys or key sets to exclude.
+
+    Returns:
+        A context manager.
     """
     return LocalKeysGuard(_bits_of(keys, "exclude_keys"), exclude=True)
 

@@ -166,6 +166,32 @@ def opcheck(
     """Run ``checks`` on ``op(*args, **kwargs)``: ``{"test_schema": "SUCCESS", ...}``.
 
     Raises `OpCheckError` naming the op, the check and what went wrong.
+
+    Args:
+        op: the operator: a `CustomOpDef`, an `OpOverload` or a handle.
+        args: example positional arguments (real arrays).
+        kwargs: example keyword arguments.
+        checks: the checks to run: ``"test_schema"`` (declared mutation and
+            aliasing), ``"test_faketensor"`` (fake vs real metadata),
+            ``"test_trace"`` (the op can be traced).
+
+    Returns:
+        Each check's result, ``"SUCCESS"``.
+
+    Raises:
+        OpCheckError: a check failed.
+
+    Examples:
+        >>> import numpy as np
+        >>> import customop
+        >>> d = customop.Dispatcher()
+        >>> _ = customop.tensor.install_backends(d)  # FakeTensor as an array type of d
+        >>> @customop.custom_op("doc::double", mutates_args=(), dispatcher=d)
+        ... def double(x: np.ndarray) -> np.ndarray:
+        ...     return x * 2
+        >>> _ = double.register_fake(lambda x: customop.empty_like(x))
+        >>> customop.opcheck(double, (np.ones(3),))
+        {'test_schema': 'SUCCESS', 'test_faketensor': 'SUCCESS', 'test_trace': 'SUCCESS'}
     """
     name = str(_schema_of(op).name)
     unknown = [c for c in checks if c not in _CHECKS]

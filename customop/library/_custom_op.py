@@ -142,7 +142,17 @@ class CustomOpDef(Generic[P, R]):
     def register_kernel(
         self, device_types: str | Sequence[str], fn: Callable[P, R] | None = None
     ) -> RegistrationHandle | Callable[[Callable[P, R]], RegistrationHandle]:
-        """Register ``fn`` as the kernel for ``device_types`` (a decorator without ``fn``)."""
+        """Register ``fn`` as the kernel for ``device_types`` (a decorator without ``fn``).
+
+        Args:
+            device_types: the device type(s) the kernel serves: ``"cpu"``, ``"cuda"``,
+                or a renamed PrivateUse backend.
+            fn: the kernel, with the op's parameters; omit it to use this as a decorator.
+
+        Returns:
+            The registration's handle (``.remove()`` restores the previous kernel),
+            or, without ``fn``, a decorator that returns it.
+        """
         # NOTE: decorator-or-call. Without fn this returns a decorator that
         # registers the function it decorates; with fn it registers at once.
         # The decorator returns the handle, so the decorated name holds the
@@ -163,7 +173,19 @@ class CustomOpDef(Generic[P, R]):
     def register_fake(
         self, fn: Callable[P, R] | None = None
     ) -> RegistrationHandle | Callable[[Callable[P, R]], RegistrationHandle]:
-        """Register the fake (shape-only) impl, checked against the schema now."""
+        """Register the fake (shape-only) impl, checked against the schema now.
+
+        Args:
+            fn: the fake impl: takes the op's parameters (as fakes) and returns fakes
+                of the outputs' shapes, dtypes and devices (``customop.empty_like``,
+                ...); omit it to use this as a decorator.
+
+        Returns:
+            The registration's handle, or, without ``fn``, a decorator that returns it.
+
+        Raises:
+            RegistrationError: ``fn``'s signature does not fit the schema.
+        """
         self._guard()
 
         def register(fake: Callable[P, R]) -> RegistrationHandle:
@@ -346,6 +368,37 @@ def custom_op(
     `MutatesArgs.UNKNOWN`); ``device_types`` (``"cpu"``, ``"cuda"``, ...)
     limits the body to those devices, else it serves all of them
     (CompositeExplicitAutograd); ``schema`` overrides inference.
+
+    Args:
+        name: the operator's name, ``"ns::op"``.
+        fn: the function; omit it to use ``custom_op`` as a decorator.
+        mutates_args: the parameters ``fn`` writes to, ``()`` for none, or
+            `MutatesArgs.UNKNOWN`.
+        device_types: the devices the body serves; default: all of them.
+        schema: the schema text, instead of inferring it from the type hints.
+        tags: tags of the op.
+        dispatcher: where to register; default: ``customop.dispatcher``.
+
+    Returns:
+        The `CustomOpDef` (call it like ``fn``, mypy-checked), or, without ``fn``,
+        a decorator that returns it.
+
+    Raises:
+        ValueError: the name is not ``"ns::op"``, or the type hints give no
+            schema (a `SchemaError` naming the parameter).
+        RegistrationError: an option is invalid, e.g. an unknown device type.
+
+    Examples:
+        >>> import numpy as np
+        >>> import customop
+        >>> d = customop.Dispatcher()
+        >>> @customop.custom_op("doc::scale", mutates_args=(), dispatcher=d)
+        ... def scale(x: np.ndarray, factor: float = 2.0) -> np.ndarray:
+        ...     return x * factor
+        >>> print(scale.schema)
+        doc::scale(Tensor x, float factor=2.) -> Tensor
+        >>> scale(np.arange(3.0))
+        array([0., 2., 4.])
     """
     # NOTE: decorator-or-call, as in torch: `custom_op(name, fn, ...)` defines
     # now; `@custom_op(name, ...)` returns the decorator. The @overload pair

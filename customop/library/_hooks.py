@@ -112,7 +112,17 @@ def register_kernel(
     *,
     dispatcher: Dispatcher | None = None,
 ) -> RegistrationHandle:
-    """Register ``fn`` as ``op``'s kernel for ``device_types`` (ops from `Library` too)."""
+    """Register ``fn`` as ``op``'s kernel for ``device_types`` (ops from `Library` too).
+
+    Args:
+        op: the operator: a `CustomOpDef`, an `OpOverload`, or its name (``"ns::op"``).
+        device_types: the device type(s) the kernel serves.
+        fn: the kernel.
+        dispatcher: where a name is looked up; default: ``customop.dispatcher``.
+
+    Returns:
+        The registration's handle.
+    """
     if hasattr(op, "register_kernel") and hasattr(op, "_library"):
         # A @custom_op: its own library owns the kernel, so a redefinition removes it.
         return op.register_kernel(device_types, fn)  # type: ignore[no-any-return]
@@ -125,7 +135,32 @@ def register_kernel(
 
 
 def register_fake(op: object, fn: F, *, dispatcher: Dispatcher | None = None) -> RegistrationHandle:
-    """Register ``fn`` as ``op``'s fake impl (also for `Library` ops), checked now."""
+    """Register ``fn`` as ``op``'s fake impl (also for `Library` ops), checked now.
+
+    Args:
+        op: the operator: a `CustomOpDef`, an `OpOverload`, or its name (``"ns::op"``).
+        fn: the fake impl.
+        dispatcher: where a name is looked up; default: ``customop.dispatcher``.
+
+    Returns:
+        The registration's handle.
+
+    Raises:
+        RegistrationError: ``fn``'s signature does not fit the schema.
+
+    Examples:
+        >>> import customop
+        >>> d = customop.Dispatcher()
+        >>> _ = customop.tensor.install_backends(d)  # FakeTensor as an array type of d
+        >>> lib = customop.Library("docfake", "DEF", dispatcher=d)
+        >>> _ = lib.define("twice(Tensor x) -> Tensor")
+        >>> _ = customop.register_fake(
+        ...     "docfake::twice", lambda x: customop.empty_like(x), dispatcher=d
+        ... )
+        >>> with customop.FakeTensorMode():
+        ...     print(d.find_op("docfake::twice")(customop.empty((2, 3))))
+        FakeTensor(shape=(2, 3), dtype=float32, device=cpu)
+    """
     if hasattr(op, "register_fake") and hasattr(op, "_library"):
         return op.register_fake(fn)  # type: ignore[no-any-return]  # see register_kernel
     d = default_dispatcher if dispatcher is None else dispatcher

@@ -32,6 +32,26 @@ class Library:
     (adds definitions to it) or ``"IMPL"`` (only kernels, by default for
     ``dispatch_key``). A library is a context manager, and closes itself when
     garbage-collected, like torch's.
+
+    Args:
+        ns: the namespace, e.g. ``"mylib"``.
+        kind: ``"DEF"``, ``"FRAGMENT"`` or ``"IMPL"``.
+        dispatch_key: the default key of `impl` (IMPL libraries).
+        dispatcher: where to register; default: ``customop.dispatcher``.
+        source: where the library is reported to come from; default: the
+            caller's file and line.
+
+    Examples:
+        >>> import numpy as np
+        >>> import customop
+        >>> d = customop.Dispatcher()
+        >>> with customop.Library("doclib", "DEF", dispatcher=d) as lib:
+        ...     _ = lib.define("add(Tensor x, Tensor y) -> Tensor")
+        ...     _ = lib.impl("add", lambda x, y: x + y, "CPU")
+        ...     print(d.find_op("doclib::add")(np.ones(2), np.ones(2)))
+        [2. 2.]
+        >>> d.find_op("doclib::add") is None  # closing the library removed the op
+        True
     """
 
     def __init__(
@@ -88,6 +108,19 @@ class Library:
         by default the calling user code. ``kernels`` (``{key: fn}``) registers
         the op's first kernels with the def, in one step (see
         `Dispatcher.register_def`).
+
+        Args:
+            schema: the schema, as text (the name without namespace) or parsed.
+            tags: tags of the op.
+            source: where the def comes from; default: the caller's file and line.
+            kernels: first kernels by key, registered with the def.
+
+        Returns:
+            The def's handle (the library also removes it on `close`).
+
+        Raises:
+            RegistrationError: the library is closed or not DEF/FRAGMENT, or the op
+                is defined already.
         """
         api = "Library.define"
         self._check_open(api)
@@ -127,6 +160,19 @@ class Library:
         catch-all CompositeImplicitAutograd. With ``with_keyset=True`` the
         kernel is called as ``fn(keyset, *args, **kwargs)``, to redispatch.
         ``source`` is as for `define`.
+
+        Args:
+            name: the op's name, without namespace (``"add"`` or ``"add.out"``).
+            fn: the kernel.
+            dispatch_key: the key; default: the library's, else the catch-all.
+            with_keyset: pass the dispatch key set as the first argument.
+            source: where the impl comes from; default: the caller's file and line.
+
+        Returns:
+            The kernel's handle (the library also removes it on `close`).
+
+        Raises:
+            RegistrationError: the library is closed.
         """
         api = "Library.impl"
         self._check_open(api)
@@ -142,7 +188,15 @@ class Library:
     def fallback(
         self, fn: Callable[..., Any], dispatch_key: KeyLike | None = None
     ) -> RegistrationHandle:
-        """Register a boxed ``fn(op, keyset, *args, **kwargs)`` for every op at a key."""
+        """Register a boxed ``fn(op, keyset, *args, **kwargs)`` for every op at a key.
+
+        Args:
+            fn: the boxed kernel.
+            dispatch_key: the key; default: the library's own (IMPL libraries).
+
+        Returns:
+            The fallback's handle (the library also removes it on `close`).
+        """
         api = "Library.fallback"
         self._check_open(api)
         key = dispatch_key if dispatch_key is not None else self.dispatch_key
@@ -233,6 +287,13 @@ def library(ns: str, *, dispatcher: Dispatcher | None = None) -> Callable[[Block
     """``TORCH_LIBRARY(ns, m)``: run the decorated ``fn(lib)`` with the namespace's DEF library.
 
     The decorator returns the `Library`, so the module keeps it (and its ops) alive.
+
+    Args:
+        ns: the namespace.
+        dispatcher: where to register; default: ``customop.dispatcher``.
+
+    Returns:
+        A decorator that runs the block and returns its `Library`.
     """
     return _block(ns, "DEF", None, dispatcher)
 
@@ -240,12 +301,29 @@ def library(ns: str, *, dispatcher: Dispatcher | None = None) -> Callable[[Block
 def library_impl(
     ns: str, dispatch_key: KeyLike, *, dispatcher: Dispatcher | None = None
 ) -> Callable[[Block], Library]:
-    """``TORCH_LIBRARY_IMPL(ns, key, m)``: kernels for ``dispatch_key`` in namespace ``ns``."""
+    """``TORCH_LIBRARY_IMPL(ns, key, m)``: kernels for ``dispatch_key`` in namespace ``ns``.
+
+    Args:
+        ns: the namespace.
+        dispatch_key: the key the block's kernels serve.
+        dispatcher: where to register; default: ``customop.dispatcher``.
+
+    Returns:
+        A decorator that runs the block and returns its `Library`.
+    """
     return _block(ns, "IMPL", dispatch_key, dispatcher)
 
 
 def library_fragment(
     ns: str, *, dispatcher: Dispatcher | None = None
 ) -> Callable[[Block], Library]:
-    """``TORCH_LIBRARY_FRAGMENT(ns, m)``: more definitions for namespace ``ns``."""
+    """``TORCH_LIBRARY_FRAGMENT(ns, m)``: more definitions for namespace ``ns``.
+
+    Args:
+        ns: the namespace.
+        dispatcher: where to register; default: ``customop.dispatcher``.
+
+    Returns:
+        A decorator that runs the block and returns its `Library`.
+    """
     return _block(ns, "FRAGMENT", None, dispatcher)

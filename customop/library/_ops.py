@@ -62,7 +62,11 @@ class OpOverloadPacket:
         return f"{self._ns}::{self._name}"
 
     def overloads(self) -> list[str]:
-        """Overload names, ``"default"`` first."""
+        """Overload names, ``"default"`` first.
+
+        Returns:
+            The names of the overloads defined now.
+        """
         found = [
             n.overload or "default"
             for n in defined_names(self._dispatcher)
@@ -81,7 +85,17 @@ class OpOverloadPacket:
         return self.overload("default")
 
     def overload(self, overload: str) -> OpOverload:
-        """The `OpOverload` named ``overload`` (``"default"`` for the unnamed one)."""
+        """The `OpOverload` named ``overload`` (``"default"`` for the unnamed one).
+
+        Args:
+            overload: the overload's name.
+
+        Returns:
+            The overload.
+
+        Raises:
+            AttributeError: no such overload (the message lists the ones that exist).
+        """
         cached = self._overloads.get(overload)
         # The very def it was bound for: a redefinition with an equal schema may
         # still differ in what it checks (a @custom_op's Literal choices).

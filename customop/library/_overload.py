@@ -97,7 +97,16 @@ class OpOverload:
             )
 
     def redispatch(self, keyset: DispatchKeySet, /, *args: Any, **kwargs: Any) -> Any:
-        """Run the kernel for ``keyset`` directly (from a boxed kernel: the keys below yours)."""
+        """Run the kernel for ``keyset`` directly (from a boxed kernel: the keys below yours).
+
+        Args:
+            keyset: the keys to dispatch on, usually ``keyset.below(my_key)``.
+            *args: the op's arguments.
+            **kwargs: the op's keyword arguments.
+
+        Returns:
+            What the selected kernel returns.
+        """
         return self._handle.redispatch(keyset, *args, **kwargs)
 
     def __repr__(self) -> str:

@@ -378,6 +378,17 @@ def infer_schema(
     >>> def scale(x: numpy.ndarray, alpha: float = 1.0) -> numpy.ndarray: ...
     >>> print(infer_schema(scale, mutates_args=(), op_name="mylib::scale"))
     mylib::scale(Tensor x, float alpha=1.) -> Tensor
+
+    Args:
+        fn: the typed function.
+        mutates_args: the parameters ``fn`` writes to, or `MutatesArgs.UNKNOWN`.
+        op_name: the operator's name, or None for an anonymous schema.
+
+    Returns:
+        The schema.
+
+    Raises:
+        SchemaError: a parameter's annotation has no schema type.
     """
     return infer_schema_details(fn, mutates_args=mutates_args, op_name=op_name).schema
 

@@ -299,7 +299,14 @@ class FunctionSchema(Frozen):
 
     def format(self, style: PrintStyle = "canonical") -> str:
         """Print the schema: ``canonical`` is torch's C++ spelling, ``source`` keeps
-        each default as written (``reduction=Mean``, ``eps=1e-05``), as torchgen does."""
+        each default as written (``reduction=Mean``, ``eps=1e-05``), as torchgen does.
+
+        Args:
+            style: ``"canonical"`` or ``"source"``.
+
+        Returns:
+            The schema's text; `parse_schema` reads it back to an equal schema.
+        """
         return format_schema(self, style)
 
     def __format__(self, spec: str) -> str:

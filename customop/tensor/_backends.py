@@ -221,6 +221,21 @@ def register_backend(
     gives an instance's device when it has an index (default: ``device_type``
     itself); ``empty(shape, dtype, device)`` lets ``empty_like`` / ``new_empty``
     make arrays of this type.
+
+    Args:
+        array_type: the array class, or its qualified name.
+        device_type: the backend's device type.
+        key: the backend's dispatch key, as a check.
+        device: the device of an instance.
+        empty: how to make a new array of this type.
+        dispatcher: where to register; default: ``customop.dispatcher``.
+
+    Returns:
+        A handle whose ``remove()`` unregisters the type.
+
+    Raises:
+        RegistrationError: the type is registered already.
+        DispatchKeyError: ``key`` is not ``device_type``'s key.
     """
     api = "register_backend"
     d = default_dispatcher if dispatcher is None else dispatcher

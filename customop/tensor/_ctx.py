@@ -58,7 +58,14 @@ def _running_fake_impl() -> str | None:
 
 
 def get_ctx() -> FakeImplCtx:
-    """The context of the running fake impl; an error anywhere else."""
+    """The context of the running fake impl; an error anywhere else.
+
+    Returns:
+        The `FakeImplCtx` of the fake impl that is running.
+
+    Raises:
+        RuntimeError: no fake impl is running.
+    """
     op = _running_fake_impl()
     if op is None:
         raise RuntimeError(

@@ -93,6 +93,15 @@ def empty(
     ``empty((s0, 3))`` is a `FakeTensor`; ``empty((2, 3))`` a numpy float32
     array; ``empty(4, device="toy")`` an array of the backend registered for
     device type ``"toy"`` (with an ``empty`` function).
+
+    Args:
+        shape: the sizes (an int, or ints and `SymInt`).
+        dtype: the element type.
+        device: the device, e.g. ``"cpu"``.
+        dispatcher: where backends are looked up; default: ``customop.dispatcher``.
+
+    Returns:
+        The new array, or a `FakeTensor`.
     """
     api = "empty"
     sizes = to_shape(shape, api=api)
@@ -118,7 +127,17 @@ def empty_like(
     device: DeviceLike | None = None,
     dispatcher: Dispatcher | None = None,
 ) -> Any:
-    """A new uninitialised array with ``x``'s shape (and dtype and device, unless given)."""
+    """A new uninitialised array with ``x``'s shape (and dtype and device, unless given).
+
+    Args:
+        x: the array (or fake) to copy the metadata of.
+        dtype: the element type instead of ``x``'s.
+        device: the device instead of ``x``'s.
+        dispatcher: where backends are looked up; default: ``customop.dispatcher``.
+
+    Returns:
+        The new array, or a `FakeTensor` when ``x`` is one.
+    """
     return _like("empty_like", x, None, dtype=dtype, device=device, dispatcher=dispatcher)
 
 
@@ -130,7 +149,18 @@ def new_empty(
     device: DeviceLike | None = None,
     dispatcher: Dispatcher | None = None,
 ) -> Any:
-    """A new uninitialised array of ``shape``, with ``x``'s backend, dtype and device."""
+    """A new uninitialised array of ``shape``, with ``x``'s backend, dtype and device.
+
+    Args:
+        x: the array (or fake) whose backend, dtype and device to use.
+        shape: the new shape.
+        dtype: the element type instead of ``x``'s.
+        device: the device instead of ``x``'s.
+        dispatcher: where backends are looked up; default: ``customop.dispatcher``.
+
+    Returns:
+        The new array, or a `FakeTensor` when ``x`` is one.
+    """
     return _like("new_empty", x, shape, dtype=dtype, device=device, dispatcher=dispatcher)
 
 

@@ -95,7 +95,11 @@ class FakeTensor:
         return len(self._shape)
 
     def dim(self) -> int:
-        """Same as `ndim` (torch spelling)."""
+        """Same as `ndim` (torch spelling).
+
+        Returns:
+            The number of dimensions.
+        """
         return len(self._shape)
 
     @overload
@@ -105,13 +109,27 @@ class FakeTensor:
     def size(self, dim: int) -> IntLike: ...
 
     def size(self, dim: int | None = None) -> tuple[IntLike, ...] | IntLike:
-        """The shape, or the size of dimension ``dim`` (negative counts from the end)."""
+        """The shape, or the size of dimension ``dim`` (negative counts from the end).
+
+        Args:
+            dim: a dimension, or ``None`` for the whole shape.
+
+        Returns:
+            The shape tuple, or one size (an ``int`` or a `SymInt`).
+
+        Raises:
+            IndexError: ``dim`` is out of range.
+        """
         if dim is None:
             return self._shape
         return self._shape[self._dim_index(dim, "FakeTensor.size")]
 
     def numel(self) -> IntLike:
-        """The number of elements: the product of the sizes (a `SymInt` if any size is one)."""
+        """The number of elements: the product of the sizes (a `SymInt` if any size is one).
+
+        Returns:
+            The element count, an ``int`` or a `SymInt`.
+        """
         total: IntLike = 1
         for size in self._shape:
             total = total * size

@@ -292,7 +292,17 @@ class SymInt:
         return isinstance(self._expr.single_atom, Symbol)
 
     def evaluate(self, values: Mapping[str, int]) -> int:
-        """The value with each symbol replaced: ``(2*s0 + 1).evaluate({"s0": 3}) == 7``."""
+        """The value with each symbol replaced: ``(2*s0 + 1).evaluate({"s0": 3}) == 7``.
+
+        Args:
+            values: a value for each symbol, by name (``{"s0": 3}``).
+
+        Returns:
+            The integer value.
+
+        Raises:
+            KeyError: a symbol has no value.
+        """
         missing = [name for name in self.symbols if name not in values]
         if missing:
             raise KeyError(
