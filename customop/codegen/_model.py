@@ -108,7 +108,18 @@ class KernelPath(_Model):
     @classmethod
     def parse(cls, text: str, default_module: str | None) -> KernelPath | None:
         """``pkg.mod:fn`` or ``pkg.mod.fn``; a bare ``fn`` resolves against
-        ``default_module`` (None when there is none). Raises `ValueError` on bad text."""
+        ``default_module`` (None when there is none). Raises `ValueError` on bad text.
+
+        Args:
+            text: the kernel's path as the YAML writes it.
+            default_module: the module bare names live in (``--kernels``), or None.
+
+        Returns:
+            The path, or None for a bare name with no ``default_module``.
+
+        Raises:
+            ValueError: ``text`` is not a dotted path.
+        """
         module, colon, qualname = text.partition(":")
         if not colon:
             module, _, qualname = text.rpartition(".")
@@ -200,7 +211,11 @@ class CodegenReport(_Model):
     unbound_kernels: Unused | None = None
 
     def format(self) -> str:
-        """The report as the ``customop gen`` command prints it."""
+        """The report as the ``customop gen`` command prints it.
+
+        Returns:
+            The report's text, one line per finding.
+        """
         lines = [
             f"{self.path}: {plural(self.entries, 'entry', 'entries')}, "
             f"{plural(self.operators, 'operator')} in "
@@ -245,7 +260,11 @@ class DeclarationFile(_Model):
         return tuple(dict.fromkeys(d.namespace for d in self.declarations))
 
     def by_namespace(self) -> dict[str, list[Declaration]]:
-        """The declarations of each namespace, both in file order."""
+        """The declarations of each namespace, both in file order.
+
+        Returns:
+            A dict from namespace to its declarations.
+        """
         groups: dict[str, list[Declaration]] = {}
         for decl in self.declarations:
             groups.setdefault(decl.namespace, []).append(decl)

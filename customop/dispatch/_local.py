@@ -150,7 +150,13 @@ class EpochClock:
 
     def fill(self, token: Epoch, holder: CacheHolder, cache: object) -> None:
         """Set ``holder.cache`` to an entry computed under ``token``, unless the
-        epoch has moved on since; it is emptied when the epoch next advances."""
+        epoch has moved on since; it is emptied when the epoch next advances.
+
+        Args:
+            token: the epoch the entry was computed under.
+            holder: the object whose ``cache`` attribute to set.
+            cache: the entry.
+        """
         with self._lock:
             if self.token is token:
                 holder.cache = cache
@@ -265,6 +271,10 @@ def exclude_keys(*keys: DispatchKey | DispatchKeySet) -> LocalKeysGuard:
 
 
 def local_keys() -> tuple[DispatchKeySet, DispatchKeySet]:
-    """The current context's ``(included, excluded)`` key sets."""
+    """The current context's ``(included, excluded)`` key sets.
+
+    Returns:
+        The included and the excluded key sets.
+    """
     included, kept, _ = LOCAL_KEYS.get()
     return keyset_from_bits(included), keyset_from_bits(FULL_BITS & ~kept)

@@ -332,7 +332,19 @@ def infer_schema_details(
     mutates_args: Iterable[str] | MutatesArgs,
     op_name: str | None = None,
 ) -> InferredSchema:
-    """`infer_schema`, plus the allowed values of ``Literal`` and ``Enum`` parameters."""
+    """`infer_schema`, plus the allowed values of ``Literal`` and ``Enum`` parameters.
+
+    Args:
+        fn: the typed function.
+        mutates_args: the parameters ``fn`` writes to, or `MutatesArgs.UNKNOWN`.
+        op_name: the operator's name, or None for an anonymous schema.
+
+    Returns:
+        The schema and the allowed values per parameter.
+
+    Raises:
+        SchemaError: a parameter's annotation has no schema type.
+    """
     function = str(getattr(fn, "__qualname__", None) or repr(fn))
     mutates = _mutates(mutates_args, function)
     name = _operator_name(op_name)
@@ -402,6 +414,16 @@ def register_annotation(annotation: object, schema_type: str) -> Callable[[], No
     Scalar, ScalarType, Device. Returns a function that removes the mapping
     (calling it again does nothing). Raises `RegistrationError` if the
     annotation is already mapped or is a generic form.
+
+    Args:
+        annotation: the class or ``NewType``.
+        schema_type: the schema base type it infers as.
+
+    Returns:
+        A function that removes the mapping.
+
+    Raises:
+        RegistrationError: the annotation is mapped already or generic.
     """
     if typing.get_origin(annotation) is not None or form_key(annotation) in FORMS:
         raise RegistrationError(

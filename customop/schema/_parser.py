@@ -279,7 +279,18 @@ def _parse(text: object, strict: bool, api: str) -> FunctionSchema | OperatorNam
 
 
 def parse_schema_or_name(text: str, *, strict: bool = True) -> FunctionSchema | OperatorName:
-    """Parse a schema, or a bare operator name when the text stops after the name."""
+    """Parse a schema, or a bare operator name when the text stops after the name.
+
+    Args:
+        text: a schema, or an operator name.
+        strict: as for `parse_schema`.
+
+    Returns:
+        The schema, or the `OperatorName`.
+
+    Raises:
+        SchemaParseError: the text is neither.
+    """
     return _parse(text, strict, "parse_schema_or_name")
 
 

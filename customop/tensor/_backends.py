@@ -130,6 +130,13 @@ def adapter_for(value: object, *, dispatcher: Dispatcher | None = None) -> Array
     """The adapter serving ``value`` (an array, or an array type), or None.
 
     Subclasses are served by their nearest registered base, as in dispatch.
+
+    Args:
+        value: an array or an array type.
+        dispatcher: where backends are looked up; default: ``customop.dispatcher``.
+
+    Returns:
+        The adapter, or None for an unregistered type.
     """
     table = adapter_table(default_dispatcher if dispatcher is None else dispatcher)
     kind = value if isinstance(value, type) else type(value)
@@ -141,7 +148,15 @@ def adapter_for(value: object, *, dispatcher: Dispatcher | None = None) -> Array
 
 
 def device_of(array: object, *, dispatcher: Dispatcher | None = None) -> Device:
-    """The `Device` of ``array``: a fake's own, else its backend adapter's answer."""
+    """The `Device` of ``array``: a fake's own, else its backend adapter's answer.
+
+    Args:
+        array: an array of a registered type, or a fake.
+        dispatcher: where backends are looked up; default: ``customop.dispatcher``.
+
+    Returns:
+        The device.
+    """
     if isinstance(array, FakeTensor):
         return array.device
     adapter = adapter_for(array, dispatcher=dispatcher)

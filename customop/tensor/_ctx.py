@@ -33,7 +33,15 @@ class FakeImplCtx:
 
     def new_dynamic_size(self, *, min: int = 0, max: int | None = None) -> SymInt:
         """A new size symbol ``s<n>`` in ``[min, max]``, for an output whose size
-        depends on the data (``nonzero``, ``unique``): the fake cannot know it."""
+        depends on the data (``nonzero``, ``unique``): the fake cannot know it.
+
+        Args:
+            min: the smallest value the size can take.
+            max: the largest value, or None for no upper bound.
+
+        Returns:
+            The new `SymInt`.
+        """
         return self.shape_env.new_symint(min, max)
 
     def __repr__(self) -> str:

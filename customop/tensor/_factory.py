@@ -58,7 +58,16 @@ class FakeTensorFactory(Protocol):
     """What a fake mode offers the factory helpers: making its fakes."""
 
     def make_fake(self, shape: tuple[IntLike, ...], dtype: dtype, device: Device) -> FakeTensor:
-        """A fake with this metadata (the mode may attach itself, count, memoise...)."""
+        """A fake with this metadata (the mode may attach itself, count, memoise...).
+
+        Args:
+            shape: the sizes.
+            dtype: the element type.
+            device: the device.
+
+        Returns:
+            The fake.
+        """
         ...
 
 
@@ -69,7 +78,11 @@ CURRENT_FAKE_MODE: Final[ContextVar[FakeTensorFactory | None]] = ContextVar(
 
 
 def current_fake_mode() -> FakeTensorFactory | None:
-    """The active fake mode, or None outside every mode."""
+    """The active fake mode, or None outside every mode.
+
+    Returns:
+        The mode, or None.
+    """
     return CURRENT_FAKE_MODE.get()
 
 

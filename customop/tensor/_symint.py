@@ -341,12 +341,28 @@ def _extremum(kind: str, a: IntLike, b: IntLike) -> IntLike:
 
 
 def sym_max(a: IntLike, b: IntLike) -> IntLike:
-    """``max(a, b)`` that never raises: decided by the ranges when they can, else ``max(s0, 3)``."""
+    """``max(a, b)`` that never raises: decided by the ranges when they can, else ``max(s0, 3)``.
+
+    Args:
+        a: an int or a `SymInt`.
+        b: an int or a `SymInt`.
+
+    Returns:
+        The larger, or a symbolic ``max``.
+    """
     return _extremum("max", a, b)
 
 
 def sym_min(a: IntLike, b: IntLike) -> IntLike:
-    """``min(a, b)`` that never raises: decided by the ranges when they can, else ``min(s0, 3)``."""
+    """``min(a, b)`` that never raises: decided by the ranges when they can, else ``min(s0, 3)``.
+
+    Args:
+        a: an int or a `SymInt`.
+        b: an int or a `SymInt`.
+
+    Returns:
+        The smaller, or a symbolic ``min``.
+    """
     return _extremum("min", a, b)
 
 
@@ -365,7 +381,15 @@ class ShapeEnv:
         self._symbols: list[SymInt] = []
 
     def new_symint(self, min: int | None = 0, max: int | None = None) -> SymInt:
-        """A new symbol whose value lies in ``[min, max]`` (None: unbounded on that side)."""
+        """A new symbol whose value lies in ``[min, max]`` (None: unbounded on that side).
+
+        Args:
+            min: the smallest value, or None.
+            max: the largest value, or None.
+
+        Returns:
+            The new `SymInt`.
+        """
         lo, hi = _check_bound("min", min, -INF), _check_bound("max", max, INF)
         if lo > hi:
             raise ValueError(

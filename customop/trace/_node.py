@@ -172,7 +172,11 @@ class Node:
         return iter([NodeRef(self, i) for i in range(len(meta))])
 
     def code(self) -> str:
-        """The node as a line of the graph's code, without the metadata comment."""
+        """The node as a line of the graph's code, without the metadata comment.
+
+        Returns:
+            The line of code.
+        """
         if self.kind is NodeKind.PLACEHOLDER:
             return f"{self.name}: {self.meta}" if self.meta is not None else self.name
         if self.kind is NodeKind.OUTPUT:
