@@ -185,11 +185,14 @@ def test_every_public_name_is_in_the_reference_once() -> None:
         found = _directives(page)
         rel = page.relative_to(ROOT)
         if not page.exists():
+            package = page.stem if page.stem != "index" else ""
             problems.append(
-                f"{rel} does not exist: create it (copy the layout of docs/reference/"
-                f"dispatch.md), add it to the 'API reference' nav in mkdocs.yml and to "
-                f"the table in docs/reference/index.md"
+                f"{rel} does not exist: create it with the text below (and a sentence on "
+                f"what the subpackage is for), add '- customop.{package}: {rel.as_posix()[5:]}' "
+                "to the 'API reference' nav in mkdocs.yml, and a row to the table in "
+                f"docs/reference/index.md:\n\n{_new_page(f'customop.{package}', paths)}"
             )
+            continue
         problems += [f"add '::: {path}' to {rel}" for path in sorted(paths - found)]
         problems += [f"{rel} documents '{path}', which is not public" for path in found - paths]
     all_directives = [d for page in REFERENCE.glob("*.md") for d in _directives(page)]
@@ -202,6 +205,11 @@ def test_every_public_name_is_in_the_reference_once() -> None:
 def _index_link(name: str) -> str:
     owner = home("customop", name)
     return f"[`customop.{name}`]({page_of(owner).name}#{owner}.{name})"
+
+
+def _new_page(package: str, paths: set[str]) -> str:
+    entries = "\n\n".join(f"::: {path}" for path in sorted(paths, key=str.lower))
+    return f"# {package}\n\n{entries}\n"
 
 
 def test_top_level_names_link_to_their_entry() -> None:
