@@ -42,8 +42,9 @@ def add_gen_command(commands: argparse._SubParsersAction[argparse.ArgumentParser
 def run_gen(args: argparse.Namespace) -> str:
     if not os.path.isfile(args.yaml):
         what = "is a directory" if os.path.isdir(args.yaml) else "does not exist"
+        where = "" if os.path.isabs(args.yaml) else f" (looked in {_clip(os.getcwd())})"
         raise FileNotFoundError(
-            f"gen: the declaration file {_clip(args.yaml)!r} {what} (looked in {os.getcwd()}). "
+            f"gen: the declaration file {_clip(args.yaml)!r} {what}{where}. "
             "The command reads the ops to generate from it. Check the path."
         )
     options = GenOptions(
