@@ -62,7 +62,8 @@ def main() -> None:
     print("JSON round trip prints the same:", loaded.code() == graph.code())
     out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp()) / "mlp.mmd"
     out.write_text(graph.to_mermaid() + "\n")
-    print(f"wrote {out.name} ({len(graph.to_mermaid().splitlines())} lines)")
+    lines = len(graph.to_mermaid().splitlines())
+    print(f"wrote the Mermaid diagram ({lines} lines) to {out}; paste it into https://mermaid.live")
     if not same:
         raise SystemExit(1)
 

@@ -3,7 +3,9 @@
 A ```python block is run in a namespace shared by the blocks of its page. If
 the next block is a ```text block, it is the expected stdout of that python
 block. Blocks fenced as ```python title="..." or ```pycon are treated alike;
-blocks marked ```python no-run are skipped (shell or pseudo code only).
+blocks fenced as ```{.python .no-run} are shown highlighted but not run (shell
+or pseudo code only). That attribute-list form is the one the Markdown engine
+(pymdownx.superfences) renders; a bare ```python no-run is not a fence to it.
 """
 
 from __future__ import annotations
@@ -16,8 +18,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).parent.parent
-PAGES = [*sorted((ROOT / "docs").rglob("*.md")), ROOT / "README.md"]
-FENCE = re.compile(r"^```(\w+)([^\n]*)\n(.*?)^```\s*$", re.MULTILINE | re.DOTALL)
+PAGES = [*sorted((ROOT / "docs").rglob("*.md")), ROOT / "README.md", ROOT / "README.pypi.md"]
+FENCE = re.compile(r"^```(?:\{\.)?(\w+)([^\n]*)\n(.*?)^```\s*$", re.MULTILINE | re.DOTALL)
 
 
 def _blocks(page: Path) -> list[tuple[str, str, str]]:
@@ -37,3 +39,12 @@ def test_page_examples_run(page: Path) -> None:
         following = blocks[index + 1] if index + 1 < len(blocks) else None
         if following is not None and following[0] == "text":
             assert out.getvalue() == following[2], f"{page.name} block {index}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_fences_are_ones_the_markdown_engine_renders(page: Path) -> None:
+    # A python fence followed by a bare word (no-run) is not a fence to
+    # pymdownx.superfences: the rest of the page alternates code and prose.
+    # Options must be key="value" pairs or the {.lang .class} form.
+    bad = re.findall(r"^```\w+[ \t]+[\w-]+[ \t]*$", page.read_text(), re.MULTILINE)
+    assert not bad, f"{page.name}: fences that do not render: {bad}; write ```{{.python .no-run}}"

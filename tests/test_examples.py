@@ -60,3 +60,9 @@ def test_example_runs(path: Path) -> None:
         f"python {path.relative_to(ROOT)} exited with {result.returncode}\n"
         f"--- stdout ---\n{result.stdout}\n--- stderr ---\n{result.stderr}"
     )
+
+
+def test_examples_readme_lists_every_example() -> None:
+    readme = (ROOT / "examples" / "README.md").read_text()
+    missing = [p.name for p in EXAMPLES if f"[`{p.name}`]({p.name})" not in readme]
+    assert not missing, f"add a row for each to the table in examples/README.md: {missing}"

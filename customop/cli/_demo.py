@@ -84,5 +84,11 @@ def run_demo() -> str:
     out += [f"    {line}" for line in graph.code().splitlines()]
     same = graph.run(x, w, w2, dispatcher=d).tolist() == mlp(x, w, w2).tolist()
     out += ["", f"    graph(x, w1, w2) == mlp(x, w1, w2): {same}", ""]
-    out += ["# 6. The graph as a Mermaid diagram", "", "```mermaid", graph.to_mermaid(), "```"]
+    out += ["# 6. The graph as a Mermaid diagram", ""]
+    out += [
+        "    Paste the lines below into https://mermaid.live to see the picture (or into a",
+        "    mermaid code block of a Markdown page; graph.to_dot() gives Graphviz instead):",
+        "",
+        graph.to_mermaid(),
+    ]
     return "\n".join(out)

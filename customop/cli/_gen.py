@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 
 from customop.codegen import GenOptions, generate
 
@@ -39,10 +40,37 @@ def add_gen_command(commands: argparse._SubParsersAction[argparse.ArgumentParser
 
 
 def run_gen(args: argparse.Namespace) -> str:
+    if not os.path.isfile(args.yaml):
+        what = "is a directory" if os.path.isdir(args.yaml) else "does not exist"
+        where = "" if os.path.isabs(args.yaml) else f" (looked in {_clip(os.getcwd())})"
+        raise FileNotFoundError(
+            f"gen: the declaration file {_clip(args.yaml)!r} {what}{where}. "
+            "The command reads the ops to generate from it. Check the path."
+        )
     options = GenOptions(
         namespace=args.namespace, kernels=args.kernels, tags_file=args.tags, module_name=args.name
     )
-    files = generate(args.yaml, args.out, options)
+    try:
+        files = generate(args.yaml, args.out, options)
+    except UnicodeDecodeError as error:
+        why = f"it is not UTF-8 text ({error.reason})"
+        raise ValueError(_unreadable(args.yaml, why)) from error
+    except Exception as error:
+        if type(error).__module__.split(".")[0] != "yaml":  # yaml is optional: no import
+            raise
+        problem = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise ValueError(_unreadable(args.yaml, f"it is not valid YAML ({problem})")) from error
     lines = [f"wrote {files.module}", f"wrote {files.stub}"]
     report = files.report.format()
     return "\n".join(lines + ([] if args.quiet else [report]))
+
+
+def _unreadable(path: str, why: str) -> str:
+    return (
+        f"gen: cannot read the declaration file {_clip(path)!r}: {_clip(why)}. "
+        "The command reads op declarations from it. Fix the file; --debug shows the traceback."
+    )
+
+
+def _clip(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -6,6 +6,7 @@ import argparse
 import importlib
 import os
 import sys
+import traceback
 from typing import Any
 
 from customop.cli._schema import explain
@@ -17,7 +18,12 @@ __all__ = ["add_inspect_commands", "run_dump", "run_infer"]
 
 def add_inspect_commands(commands: Any) -> None:
     infer = commands.add_parser(
-        "infer", help="infer the schema of a typed Python function (MODULE:FUNC)"
+        "infer",
+        help="infer the schema of a typed Python function (MODULE:FUNC)",
+        description=(
+            "Import MODULE (from the current directory, as python -m does), find FUNC in it "
+            "and print the schema its type hints give, with each argument explained."
+        ),
     )
     infer.add_argument("target", metavar="MODULE:FUNC", help="e.g. mypkg.kernels:scale")
     infer.add_argument(
@@ -25,7 +31,16 @@ def add_inspect_commands(commands: Any) -> None:
         help="parameters the function writes to ('unknown' for MutatesArgs.UNKNOWN)",
     )  # fmt: skip
     infer.add_argument("--name", help="operator name for the schema, e.g. mylib::scale")
-    dump = commands.add_parser("dump", help="show registered ops, kernels and dispatch tables")
+    dump = commands.add_parser(
+        "dump",
+        help="show registered ops, kernels and dispatch tables",
+        description=(
+            "List the operators registered on customop's process-wide dispatcher, with the "
+            "keys that have kernels. With --op, show that operator's kernels per key (with "
+            "where each was registered) and its computed dispatch table; with --key, only that "
+            "key. Ops come from the modules named with --module, imported first."
+        ),
+    )
     dump.add_argument("--op", help="one operator, e.g. mylib::add or mylib::add.out")
     dump.add_argument("--key", help="a dispatch key, e.g. CPU: only that key")
     dump.add_argument(
@@ -41,10 +56,36 @@ def _import(name: str) -> Any:
     try:
         return importlib.import_module(name)
     except ModuleNotFoundError as error:
-        raise LookupError(
-            f"cannot import module {name!r} ({error}). The command imports it to "
-            "find your code. Check the name and run from the directory that contains it."
-        ) from None
+        if error.name is not None and name.startswith(error.name):
+            raise LookupError(
+                f"cannot import module {_clip(name)!r} ({error}). The command imports it to "
+                "find your code. Check the name and run from the directory that contains it."
+            ) from None
+        raise _import_failed(name, error) from error
+    except SyntaxError as error:
+        where = f"{os.path.basename(error.filename or '?')}:{error.lineno}"
+        raise ImportError(
+            f"cannot import module {_clip(name)!r}: syntax error at {where}: {error.msg}. "
+            "Fix the module; run with --debug for the traceback."
+        ) from error
+    except Exception as error:
+        raise _import_failed(name, error) from error
+
+
+def _import_failed(name: str, error: BaseException) -> ImportError:
+    """Importing a user module raised: one line naming the module, the error and where."""
+    frames = traceback.extract_tb(error.__traceback__)
+    where = f" at {os.path.basename(frames[-1].filename)}:{frames[-1].lineno}" if frames else ""
+    detail = _clip(str(error).splitlines()[0] if str(error) else "")
+    return ImportError(
+        f"importing module {_clip(name)!r} raised {type(error).__name__}{where}: {detail}. "
+        "The command imports it to find your ops. Fix the module; run with --debug for the "
+        "traceback."
+    )
+
+
+def _clip(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def run_infer(args: argparse.Namespace) -> str:
@@ -85,7 +126,21 @@ def run_dump(args: argparse.Namespace) -> str:
         keys = ", ".join(kernel.key for kernel in info.kernels) or "no kernels"
         lines.append(f"{info.schema_text or info.name}\n    kernels: {keys}")
     if not lines:
-        where = f" with a kernel for {args.key}" if args.key else ""
-        hint = " Import the module that defines them with --module MOD." if not args.module else ""
-        return f"no operators{where}.{hint}"
+        return _no_operators(args)
     return "\n".join(lines)
+
+
+def _no_operators(args: argparse.Namespace) -> str:
+    """Why the listing is empty, and what to do about it."""
+    where = f" with a kernel for {args.key}" if args.key else ""
+    if not args.module:
+        return f"no operators{where}. Import the module that defines them with --module MOD."
+    modules = ", ".join(repr(m) for m in args.module)
+    if args.key:
+        return f"no operators{where}. Drop --key to list every operator {modules} registered."
+    return (
+        f"no operators: importing {modules} registered none on customop's process-wide "
+        "dispatcher. dump shows ops defined when the module is imported, on the default "
+        "dispatcher: not ones defined inside functions, under `if __name__ == '__main__':`, "
+        "or on a Dispatcher of their own (dispatcher=...)."
+    )

@@ -41,6 +41,18 @@ def generate(
 
     Nothing is written unless the whole file is valid; `CodegenError` lists
     every problem otherwise.
+
+    Args:
+        path: the declaration file.
+        out: the directory to write into.
+        options: namespace, kernels module, tags file and module name.
+
+    Returns:
+        The files written, and a report of what the file declares but codegen
+        does not use.
+
+    Raises:
+        CodegenError: the file has problems (every one, one per line).
     """
     path, out, options = Path(path), Path(out), options or GenOptions()
     name = _module_name(path, options)

@@ -208,6 +208,16 @@ def load_declarations(path: str | Path, options: GenOptions | None = None) -> De
 
     Raises `CodegenError` listing every problem of the file, one per line,
     each with the file, the line and the entry's func.
+
+    Args:
+        path: the declaration file.
+        options: namespace, kernels module, tags file and module name.
+
+    Returns:
+        The validated declarations.
+
+    Raises:
+        CodegenError: the file has problems.
     """
     path, options = Path(path), options or GenOptions()
     data = read_yaml(path)

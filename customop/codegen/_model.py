@@ -108,7 +108,18 @@ class KernelPath(_Model):
     @classmethod
     def parse(cls, text: str, default_module: str | None) -> KernelPath | None:
         """``pkg.mod:fn`` or ``pkg.mod.fn``; a bare ``fn`` resolves against
-        ``default_module`` (None when there is none). Raises `ValueError` on bad text."""
+        ``default_module`` (None when there is none). Raises `ValueError` on bad text.
+
+        Args:
+            text: the kernel's path as the YAML writes it.
+            default_module: the module bare names live in (``--kernels``), or None.
+
+        Returns:
+            The path, or None for a bare name with no ``default_module``.
+
+        Raises:
+            ValueError: ``text`` is not a dotted path.
+        """
         module, colon, qualname = text.partition(":")
         if not colon:
             module, _, qualname = text.rpartition(".")
@@ -162,6 +173,7 @@ class Declaration(_Model):
 
     @property
     def name(self) -> OperatorName:
+        """The declared operator's name, from its ``func`` schema."""
         name = self.func.name
         if name is None:  # pragma: no cover - loading rejects funcs without a name
             raise RuntimeError(f"Declaration: func {self.func} has no operator name.")
@@ -169,6 +181,7 @@ class Declaration(_Model):
 
     @property
     def namespace(self) -> str:
+        """The declared operator's namespace."""
         return self.func.namespace
 
     @property
@@ -198,7 +211,11 @@ class CodegenReport(_Model):
     unbound_kernels: Unused | None = None
 
     def format(self) -> str:
-        """The report as the ``customop gen`` command prints it."""
+        """The report as the ``customop gen`` command prints it.
+
+        Returns:
+            The report's text, one line per finding.
+        """
         lines = [
             f"{self.path}: {plural(self.entries, 'entry', 'entries')}, "
             f"{plural(self.operators, 'operator')} in "
@@ -243,13 +260,23 @@ class DeclarationFile(_Model):
         return tuple(dict.fromkeys(d.namespace for d in self.declarations))
 
     def by_namespace(self) -> dict[str, list[Declaration]]:
-        """The declarations of each namespace, both in file order."""
+        """The declarations of each namespace, both in file order.
+
+        Returns:
+            A dict from namespace to its declarations.
+        """
         groups: dict[str, list[Declaration]] = {}
         for decl in self.declarations:
             groups.setdefault(decl.namespace, []).append(decl)
         return groups
 
     def report(self) -> CodegenReport:
+        """What the file declares but codegen does not use.
+
+        Returns:
+            A ``CodegenReport`` listing unused fields, unused dispatch keys and
+            kernels left unbound, each with its line in the file.
+        """
         decls = self.declarations
         fields = [(name, d.line) for d in decls for name in d.unused_fields]
         keys = [(key, d.line) for d in decls for key in d.unused_keys]

@@ -75,7 +75,15 @@ def _namespace_binding(namespace: str) -> str:
 
 
 def render_registration(declarations: DeclarationFile, module: str) -> str:
-    """The text of ``<module>.py`` for a validated declaration file."""
+    """The text of ``<module>.py`` for a validated declaration file.
+
+    Args:
+        declarations: the validated declarations.
+        module: the generated module's name.
+
+    Returns:
+        The module's source text.
+    """
     source = source_name(declarations)
     namespaces = declarations.namespaces
     modules = sorted(

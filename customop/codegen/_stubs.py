@@ -243,7 +243,15 @@ def _helpers(body: str) -> tuple[str, str]:
 
 
 def render_stubs(declarations: DeclarationFile, module: str) -> str:
-    """The text of ``<module>.pyi`` for a validated declaration file."""
+    """The text of ``<module>.pyi`` for a validated declaration file.
+
+    Args:
+        declarations: the validated declarations.
+        module: the generated module's name.
+
+    Returns:
+        The stub's source text.
+    """
     decls = declarations.declarations
     # Class names must not equal any attribute name, lest an attribute shadow a class.
     taken = set(STUB_HELPERS) | {"default"}

@@ -117,7 +117,14 @@ def read_yaml(path: Path) -> Any:
 
 
 def load_tags(path: str | Path) -> frozenset[str]:
-    """The tag names of a tags file in torch's ``tags.yaml`` format (``- tag: name``)."""
+    """The tag names of a tags file in torch's ``tags.yaml`` format (``- tag: name``).
+
+    Args:
+        path: the tags file.
+
+    Returns:
+        The tag names.
+    """
     path = Path(path)
     data = read_yaml(path)
     entries = data if isinstance(data, list) else []

@@ -65,6 +65,20 @@ class Dispatcher(Lookup):
     A fresh dispatcher maps ``numpy.ndarray`` to CPU and, unless
     ``autograd_fallthrough=False``, has `fallthrough` fallbacks on the Autograd
     keys (there is no autograd engine yet); see `default_registrations`.
+
+    Args:
+        autograd_fallthrough: register fallthrough fallbacks on the Autograd keys.
+
+    Examples:
+        >>> import numpy as np
+        >>> from customop import Dispatcher
+        >>> d = Dispatcher()
+        >>> _ = d.register_def("demo::neg(Tensor x) -> Tensor")
+        >>> _ = d.register_impl("demo::neg", "CPU", lambda x: -x)
+        >>> d.find_op("demo::neg")(np.arange(3))
+        array([ 0, -1, -2])
+        >>> print(d.find_op("demo::neg").table_entry("CPU").reason)
+        kernel
     """
 
     def __init__(self, *, autograd_fallthrough: bool = True) -> None:
@@ -110,6 +124,20 @@ class Dispatcher(Lookup):
         ``kernels`` (``{key: kernel}``) registers the op's first kernels in the
         same write, so no call ever sees the op without them; the handle then
         removes them too.
+
+        Args:
+            schema: the schema, as text or a parsed `FunctionSchema`; it must have a name.
+            debug: free text shown beside the source in dumps and errors.
+            tags: tags of the op (as torch's ``Tag`` names).
+            source: where the registration comes from; default: the caller's file and line.
+            kernels: first kernels by key, registered in the same write.
+
+        Returns:
+            A handle whose ``remove()`` takes the def (and ``kernels``) away.
+
+        Raises:
+            RegistrationError: the op is defined already (naming where), or the
+                schema is not registrable.
         """
         schema, name = coerce_schema(schema)
         tag_tuple = coerce_tags(tags)
@@ -237,6 +265,21 @@ class Dispatcher(Lookup):
         as ``kernel(op, keyset, *args, **kwargs)``. A newer kernel for the same key
         overrides (with a `KernelOverrideWarning`) until its handle is removed.
         ``source`` is as for `register_def`.
+
+        Args:
+            op: the operator: an `OperatorName`, its text, or a handle.
+            key: the dispatch key (a `DispatchKey` or its name); ``None`` is the
+                catch-all CompositeImplicitAutograd.
+            kernel: the function to run.
+            boxed: call it as ``kernel(op, keyset, *args, **kwargs)``.
+            debug: free text shown beside the source in dumps and errors.
+            source: where the registration comes from; default: the caller's file and line.
+
+        Returns:
+            A handle whose ``remove()`` restores the kernel this one overrode.
+
+        Raises:
+            DispatchKeyError: ``key`` is not a dispatch key.
         """
         api = "register_impl"
         name = op_name(op, api)
@@ -327,6 +370,18 @@ class Dispatcher(Lookup):
         """Claim ``namespace`` for a DEF library; FRAGMENT and IMPL libraries may be many.
 
         ``source`` is as for `register_def`.
+
+        Args:
+            namespace: the namespace, e.g. ``"mylib"``.
+            kind: ``"DEF"``, ``"FRAGMENT"`` or ``"IMPL"``.
+            debug: free text shown beside the source in errors.
+            source: where the library comes from; default: the caller's file and line.
+
+        Returns:
+            A handle whose ``remove()`` releases the claim.
+
+        Raises:
+            RegistrationError: a second DEF library for ``namespace`` (naming the first).
         """
         api = "register_library"
         check_namespace(namespace, api)
@@ -350,7 +405,15 @@ class Dispatcher(Lookup):
         return RegistrationHandle(undo, description=description, source=source)
 
     def add_listener(self, listener: OperatorListener) -> RegistrationHandle:
-        """Tell ``listener`` about every defined op now, and about defs coming and going later."""
+        """Tell ``listener`` about every defined op now, and about defs coming and going later.
+
+        Args:
+            listener: an object with ``on_operator_registered(op)`` and
+                ``on_operator_deregistered(op)``.
+
+        Returns:
+            A handle whose ``remove()`` stops the notifications.
+        """
         if not isinstance(listener, OperatorListener):
             raise TypeError(
                 f"add_listener: {listener!r} is not an OperatorListener. The dispatcher calls "

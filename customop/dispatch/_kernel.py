@@ -110,10 +110,13 @@ _PACKAGE_DIRS: Final = tuple(
 
 
 def caller_source() -> str:
-    """``"file.py:42"`` of the nearest calling frame outside the customop package.
+    """``"file.py:42"`` of the nearest calling frame in user code.
 
     Front-ends (``Library``, ``@custom_op``) call the dispatcher from inside
     customop; skipping those frames points the source at the user's line.
+    Launcher frames are skipped too (``python -m``'s runpy, a console script
+    such as ``customop``, import machinery), so they never pose as the source.
+    The demo's module counts as user code: its ops show its own lines.
     """
     frame = sys._getframe(1)
     while frame is not None:
@@ -127,13 +130,34 @@ def caller_source() -> str:
     return "<unknown>"
 
 
-# co_filename -> its base name, or "" for customop's own files (skipped). Every
-# registration asks, and the answer never changes for a file.
+# co_filename -> its base name, or "" for a skipped file (customop's own, a
+# launcher). Every registration asks, and the answer never changes for a file.
 _SHOWN: dict[str, str] = {}
+
+#: customop's own modules that register ops as examples, shown like user code.
+_EXAMPLE_MODULES: Final = frozenset({os.path.join("cli", "_demo.py")})
+#: Console-script launchers that pip writes for ``customop`` (POSIX, Windows).
+_LAUNCHERS: Final = frozenset({"customop", "customop-script.py", "customop.exe"})
 
 
 def _shown_name(filename: str) -> str:
-    return "" if filename.startswith(_PACKAGE_DIRS) else os.path.basename(filename)
+    if filename.startswith(_PACKAGE_DIRS):
+        inside = filename[len(next(d for d in _PACKAGE_DIRS if filename.startswith(d))) :]
+        return "customop/" + inside.replace(os.sep, "/") if inside in _EXAMPLE_MODULES else ""
+    if _is_launcher(filename):
+        return ""
+    return os.path.basename(filename)
+
+
+def _is_launcher(filename: str) -> bool:
+    """``<frozen runpy>`` and other frozen stdlib code, runpy.py, and console scripts."""
+    if filename.startswith("<frozen ") or filename in _RUNPY_FILES:
+        return True
+    return os.path.basename(filename) in _LAUNCHERS
+
+
+#: The stdlib runpy module's file (Python 3.10 runs it from source, not frozen).
+_RUNPY_FILES: Final = frozenset({os.path.join(os.path.dirname(os.__file__), "runpy.py")})
 
 
 def user_stacklevel() -> int:

@@ -69,6 +69,7 @@ class DispatchKey(Enum):
 
     @property
     def is_backend(self) -> bool:
+        """Whether this is a backend key (``CPU`` ... ``Meta``): one that picks a device."""
         return self in _BACKENDS
 
     @property
@@ -78,6 +79,7 @@ class DispatchKey(Enum):
 
     @property
     def is_private_use(self) -> bool:
+        """Whether this is one of the ``PrivateUse1..3`` keys that user backends can rename."""
         return self in _PRIVATE_USE
 
     @property
@@ -97,7 +99,18 @@ class DispatchKey(Enum):
 
     @classmethod
     def from_name(cls, name: str, *, api: str = "DispatchKey.from_name") -> DispatchKey:
-        """The key named ``name`` (``"CPU"``); raises `DispatchKeyError` with close matches."""
+        """The key named ``name`` (``"CPU"``); raises `DispatchKeyError` with close matches.
+
+        Args:
+            name: the key's name, e.g. ``"CPU"`` or ``"AutogradCPU"``.
+            api: the API to name in the error message.
+
+        Returns:
+            The key.
+
+        Raises:
+            DispatchKeyError: no key has that name (the message lists close matches).
+        """
         key = _BY_NAME.get(name) if isinstance(name, str) else None
         if key is None:
             raise_unknown_key(api, name, _BY_NAME)
@@ -206,7 +219,14 @@ class DispatchKeySet:
 
     @classmethod
     def from_bits(cls, bits: int) -> DispatchKeySet:
-        """The set whose bit ``i`` is the runtime key of value ``i``."""
+        """The set whose bit ``i`` is the runtime key of value ``i``.
+
+        Args:
+            bits: the bitmask, as `bits` returns it.
+
+        Returns:
+            The set.
+        """
         if not isinstance(bits, int) or bits < 0 or bits > FULL_BITS:
             raise DispatchKeyError(
                 f"DispatchKeySet.from_bits: {bits!r} is not a key-set bit pattern. "
@@ -217,15 +237,27 @@ class DispatchKeySet:
 
     @classmethod
     def full(cls) -> DispatchKeySet:
-        """Every runtime key."""
+        """Every runtime key.
+
+        Returns:
+            The set of all runtime keys.
+        """
         return keyset_from_bits(FULL_BITS)
 
     @property
     def bits(self) -> int:
+        """The set as an ``int`` bitmask, one bit per key in priority order."""
         return self._bits
 
     def highest(self) -> DispatchKey:
-        """The key with the highest priority: the one whose kernel a call runs."""
+        """The key with the highest priority: the one whose kernel a call runs.
+
+        Returns:
+            The highest key.
+
+        Raises:
+            DispatchKeyError: the set is empty.
+        """
         if not self._bits:
             raise DispatchKeyError(
                 "DispatchKeySet.highest: the set is empty. Only a non-empty set has a "
@@ -234,7 +266,14 @@ class DispatchKeySet:
         return RUNTIME_KEYS[self._bits.bit_length() - 1]
 
     def below(self, key: DispatchKey) -> DispatchKeySet:
-        """The keys of this set with lower priority than ``key`` (what a kernel redispatches to)."""
+        """The keys of this set with lower priority than ``key`` (what a kernel redispatches to).
+
+        Args:
+            key: the key whose kernel is running.
+
+        Returns:
+            The keys of this set below ``key``.
+        """
         return keyset_from_bits(self._bits & below(key)._bits)
 
     def __or__(self, other: DispatchKey | DispatchKeySet) -> DispatchKeySet:
@@ -326,6 +365,12 @@ def below(key: DispatchKey) -> DispatchKeySet:
 
     A boxed kernel on ``key`` redispatches with ``keyset & below(key)`` (or
     ``keyset.below(key)``) to run the next kernel down.
+
+    Args:
+        key: the key whose kernel is running.
+
+    Returns:
+        The set of lower-priority runtime keys.
     """
     if not isinstance(key, DispatchKey) or key.is_alias:
         raise DispatchKeyError(

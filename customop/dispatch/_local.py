@@ -140,6 +140,7 @@ class EpochClock:
 
     @property
     def cacheable(self) -> bool:
+        """Whether no thread has include/exclude keys active, so per-call caches may be used."""
         return self._active == 0
 
     def advance(self) -> None:
@@ -149,7 +150,13 @@ class EpochClock:
 
     def fill(self, token: Epoch, holder: CacheHolder, cache: object) -> None:
         """Set ``holder.cache`` to an entry computed under ``token``, unless the
-        epoch has moved on since; it is emptied when the epoch next advances."""
+        epoch has moved on since; it is emptied when the epoch next advances.
+
+        Args:
+            token: the epoch the entry was computed under.
+            holder: the object whose ``cache`` attribute to set.
+            cache: the entry.
+        """
         with self._lock:
             if self.token is token:
                 holder.cache = cache
@@ -207,6 +214,7 @@ class LocalKeysGuard:
 
     @property
     def keys(self) -> DispatchKeySet:
+        """The keys this guard includes or excludes while active."""
         return keyset_from_bits(self._bits)
 
     def __enter__(self) -> DispatchKeySet:
@@ -238,6 +246,12 @@ def include_keys(*keys: DispatchKey | DispatchKeySet) -> LocalKeysGuard:
 
     Calls compute ``(tensor keys | included) - excluded``; an alias key stands
     for its expansion. The sets belong to the current thread and asyncio task.
+
+    Args:
+        *keys: keys or key sets to include.
+
+    Returns:
+        A context manager.
     """
     return LocalKeysGuard(_bits_of(keys, "include_keys"), exclude=False)
 
@@ -246,11 +260,21 @@ def exclude_keys(*keys: DispatchKey | DispatchKeySet) -> LocalKeysGuard:
     """``with exclude_keys(DispatchKey.Autograd): ...`` removes keys from every call in the block.
 
     Exclusion wins over inclusion, as in PyTorch.
+
+    Args:
+        *keys: keys or key sets to exclude.
+
+    Returns:
+        A context manager.
     """
     return LocalKeysGuard(_bits_of(keys, "exclude_keys"), exclude=True)
 
 
 def local_keys() -> tuple[DispatchKeySet, DispatchKeySet]:
-    """The current context's ``(included, excluded)`` key sets."""
+    """The current context's ``(included, excluded)`` key sets.
+
+    Returns:
+        The included and the excluded key sets.
+    """
     included, kept, _ = LOCAL_KEYS.get()
     return keyset_from_bits(included), keyset_from_bits(FULL_BITS & ~kept)

@@ -43,6 +43,8 @@ class TableEntry(_View):
 
 
 class FallbackInfo(_View):
+    """A backend fallback in a ``Dispatcher.snapshot()``: its key, kernel, source and debug text."""
+
     key: str
     kernel: str
     source: str
@@ -66,6 +68,8 @@ class ArrayTypeInfo(_View):
 
 
 class OperatorInfo(_View):
+    """One operator in a ``Dispatcher.snapshot()``: name, schema, source, tags, kernels."""
+
     name: str
     schema_text: str | None
     source: str | None = None

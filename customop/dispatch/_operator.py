@@ -40,6 +40,7 @@ class OperatorHandle:
 
     @property
     def name(self) -> OperatorName:
+        """The operator's name (namespace, name and overload)."""
         return self._entry.name
 
     @property
@@ -52,14 +53,17 @@ class OperatorHandle:
 
     @property
     def has_schema(self) -> bool:
+        """Whether the operator has a def (a schema); one with only impls has none."""
         return self._entry.schema is not None
 
     @property
     def tags(self) -> tuple[str, ...]:
+        """The tags given when the operator was defined."""
         return self._entry.tags
 
     @property
     def dispatcher(self) -> Dispatcher:
+        """The dispatcher that holds this operator."""
         return self._entry.dispatcher
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -78,6 +82,14 @@ class OperatorHandle:
         A boxed kernel on key ``k`` calls ``op.redispatch(keyset.below(k), ...)``
         to run the next kernel down. The local include/exclude sets are not
         applied again: ``keyset`` already went through them.
+
+        Args:
+            keyset: the keys to dispatch on.
+            *args: the op's arguments.
+            **kwargs: the op's keyword arguments.
+
+        Returns:
+            What the selected kernel returns.
         """
         table, mask, _ = self._state
         bits = keyset.bits & mask
@@ -87,13 +99,28 @@ class OperatorHandle:
         return fn(*args, **kwargs)
 
     def dispatch_keyset(self, *args: Any, **kwargs: Any) -> DispatchKeySet:
-        """The keys a call with these arguments dispatches on; the highest one runs."""
+        """The keys a call with these arguments dispatches on; the highest one runs.
+
+        Args:
+            *args: the op's arguments.
+            **kwargs: the op's keyword arguments.
+
+        Returns:
+            The computed key set.
+        """
         _, mask, extract = self._state
         included, kept, _ = _local_get()
         return keyset_from_bits((extract(args, kwargs) | included) & kept & mask)
 
     def table_entry(self, key: DispatchKey | str) -> TableEntry:
-        """The computed table entry for a runtime key: kernel, source and reason."""
+        """The computed table entry for a runtime key: kernel, source and reason.
+
+        Args:
+            key: a runtime key or its name.
+
+        Returns:
+            The entry, with the reason the kernel was chosen.
+        """
         return self._entry.dispatcher.table_entry(self, key)
 
     def __repr__(self) -> str:

@@ -36,9 +36,19 @@ class OperatorListener(Protocol):
     Both run under the registration lock, so events arrive in order.
     """
 
-    def on_operator_registered(self, op: OperatorHandle) -> None: ...
+    def on_operator_registered(self, op: OperatorHandle) -> None:
+        """Called when an operator gets its def (replayed for existing ones on ``add_listener``).
 
-    def on_operator_deregistered(self, op: OperatorHandle) -> None: ...
+        Args:
+            op: the operator that was defined.
+        """
+
+    def on_operator_deregistered(self, op: OperatorHandle) -> None:
+        """Called when an operator's last def is removed.
+
+        Args:
+            op: the operator whose schema went away.
+        """
 
 
 @final

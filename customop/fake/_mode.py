@@ -31,7 +31,15 @@ class FakeTensorMode:
         self._guards: list[tuple[LocalKeysGuard, Any]] = []
 
     def from_real(self, x: Any, *, dynamic: tuple[int, ...] = ()) -> FakeTensor:
-        """A fake with ``x``'s shape, dtype and device (``dynamic``: dims made symbolic)."""
+        """A fake with ``x``'s shape, dtype and device (``dynamic``: dims made symbolic).
+
+        Args:
+            x: a real array of a registered backend (or a fake, returned as is).
+            dynamic: dimensions to replace with fresh symbolic sizes.
+
+        Returns:
+            The fake.
+        """
         if isinstance(x, FakeTensor):
             return x
         shape = getattr(x, "shape", None)
@@ -47,10 +55,28 @@ class FakeTensorMode:
         return FakeTensor(tuple(sizes), to_dtype(x.dtype), device_of(x))
 
     def make_fake(self, shape: tuple[IntLike, ...], dtype: dtype, device: Device) -> FakeTensor:
-        """`FakeTensorFactory`: what ``customop.empty`` and friends return in the mode."""
+        """`FakeTensorFactory`: what ``customop.empty`` and friends return in the mode.
+
+        Args:
+            shape: the sizes (ints or `SymInt`).
+            dtype: the element type.
+            device: the device.
+
+        Returns:
+            A fake tensor owned by this mode.
+        """
         return FakeTensor(shape, dtype, device)
 
     def new_dynamic_size(self, *, min: int = 0, max: int | None = None) -> SymInt:
+        """A new symbolic size for a data-dependent dimension.
+
+        Args:
+            min: the smallest value the size can take.
+            max: the largest value, or ``None`` for no upper bound.
+
+        Returns:
+            A fresh ``SymInt`` (``s0``, ``s1``, ...) owned by this mode's shape environment.
+        """
         return self.shape_env.new_symint(min, max)
 
     def __enter__(self) -> FakeTensorMode:

@@ -93,10 +93,12 @@ class CustomOpDef(Generic[P, R]):
 
     @property
     def name(self) -> str:
+        """The operator's qualified name, ``"ns::name"``."""
         return self.options.name
 
     @property
     def schema(self) -> FunctionSchema:
+        """The op's schema, inferred from the function's type hints or given as ``schema=``."""
         return self._schema
 
     @property
@@ -116,6 +118,7 @@ class CustomOpDef(Generic[P, R]):
 
     @property
     def dispatcher(self) -> Dispatcher:
+        """The dispatcher the op is registered on (``customop.dispatcher`` unless given)."""
         return self._library.dispatcher
 
     def _guard(self) -> None:
@@ -402,6 +405,37 @@ def custom_op(
     `MutatesArgs.UNKNOWN`); ``device_types`` (``"cpu"``, ``"cuda"``, ...)
     limits the body to those devices, else it serves all of them
     (CompositeExplicitAutograd); ``schema`` overrides inference.
+
+    Args:
+        name: the operator's name, ``"ns::op"``.
+        fn: the function; omit it to use ``custom_op`` as a decorator.
+        mutates_args: the parameters ``fn`` writes to, ``()`` for none, or
+            `MutatesArgs.UNKNOWN`.
+        device_types: the devices the body serves; default: all of them.
+        schema: the schema text, instead of inferring it from the type hints.
+        tags: tags of the op.
+        dispatcher: where to register; default: ``customop.dispatcher``.
+
+    Returns:
+        The `CustomOpDef` (call it like ``fn``, mypy-checked), or, without ``fn``,
+        a decorator that returns it.
+
+    Raises:
+        ValueError: the name is not ``"ns::op"``, or the type hints give no
+            schema (a `SchemaError` naming the parameter).
+        RegistrationError: an option is invalid, e.g. an unknown device type.
+
+    Examples:
+        >>> import numpy as np
+        >>> import customop
+        >>> d = customop.Dispatcher()
+        >>> @customop.custom_op("doc::scale", mutates_args=(), dispatcher=d)
+        ... def scale(x: np.ndarray, factor: float = 2.0) -> np.ndarray:
+        ...     return x * factor
+        >>> print(scale.schema)
+        doc::scale(Tensor x, float factor=2.) -> Tensor
+        >>> scale(np.arange(3.0))
+        array([0., 2., 4.])
     """
     # NOTE: decorator-or-call, as in torch: `custom_op(name, fn, ...)` defines
     # now; `@custom_op(name, ...)` returns the decorator. The @overload pair

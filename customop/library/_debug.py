@@ -95,7 +95,11 @@ def run_checked(
 
 @contextmanager
 def debug_checks() -> Iterator[None]:
-    """Check every op call in this context for undeclared mutation and output aliasing."""
+    """Check every op call in this context for undeclared mutation and output aliasing.
+
+    Returns:
+        A context manager; a failed check raises `DebugCheckError` at the call.
+    """
     token = _enabled.set(True)
     with _lock:
         debug_state.blocks += 1

@@ -42,6 +42,26 @@ class Library:
     (adds definitions to it) or ``"IMPL"`` (only kernels, by default for
     ``dispatch_key``). A library is a context manager, and closes itself when
     garbage-collected, like torch's.
+
+    Args:
+        ns: the namespace, e.g. ``"mylib"``.
+        kind: ``"DEF"``, ``"FRAGMENT"`` or ``"IMPL"``.
+        dispatch_key: the default key of `impl` (IMPL libraries).
+        dispatcher: where to register; default: ``customop.dispatcher``.
+        source: where the library is reported to come from; default: the
+            caller's file and line.
+
+    Examples:
+        >>> import numpy as np
+        >>> import customop
+        >>> d = customop.Dispatcher()
+        >>> with customop.Library("doclib", "DEF", dispatcher=d) as lib:
+        ...     _ = lib.define("add(Tensor x, Tensor y) -> Tensor")
+        ...     _ = lib.impl("add", lambda x, y: x + y, "CPU")
+        ...     print(d.find_op("doclib::add")(np.ones(2), np.ones(2)))
+        [2. 2.]
+        >>> d.find_op("doclib::add") is None  # closing the library removed the op
+        True
     """
 
     def __init__(
@@ -268,6 +288,7 @@ class Library:
 
     @property
     def closed(self) -> bool:
+        """Whether ``close()`` has run: its registrations are gone and new ones are refused."""
         return self._closed
 
     def _check_open(self, api: str) -> None:
@@ -353,6 +374,13 @@ def library(ns: str, *, dispatcher: Dispatcher | None = None) -> Callable[[Block
     """``TORCH_LIBRARY(ns, m)``: run the decorated ``fn(lib)`` with the namespace's DEF library.
 
     The decorator returns the `Library`, so the module keeps it (and its ops) alive.
+
+    Args:
+        ns: the namespace.
+        dispatcher: where to register; default: ``customop.dispatcher``.
+
+    Returns:
+        A decorator that runs the block and returns its `Library`.
     """
     return _block(ns, "DEF", None, dispatcher)
 
@@ -360,12 +388,29 @@ def library(ns: str, *, dispatcher: Dispatcher | None = None) -> Callable[[Block
 def library_impl(
     ns: str, dispatch_key: KeyLike, *, dispatcher: Dispatcher | None = None
 ) -> Callable[[Block], Library]:
-    """``TORCH_LIBRARY_IMPL(ns, key, m)``: kernels for ``dispatch_key`` in namespace ``ns``."""
+    """``TORCH_LIBRARY_IMPL(ns, key, m)``: kernels for ``dispatch_key`` in namespace ``ns``.
+
+    Args:
+        ns: the namespace.
+        dispatch_key: the key the block's kernels serve.
+        dispatcher: where to register; default: ``customop.dispatcher``.
+
+    Returns:
+        A decorator that runs the block and returns its `Library`.
+    """
     return _block(ns, "IMPL", dispatch_key, dispatcher)
 
 
 def library_fragment(
     ns: str, *, dispatcher: Dispatcher | None = None
 ) -> Callable[[Block], Library]:
-    """``TORCH_LIBRARY_FRAGMENT(ns, m)``: more definitions for namespace ``ns``."""
+    """``TORCH_LIBRARY_FRAGMENT(ns, m)``: more definitions for namespace ``ns``.
+
+    Args:
+        ns: the namespace.
+        dispatcher: where to register; default: ``customop.dispatcher``.
+
+    Returns:
+        A decorator that runs the block and returns its `Library`.
+    """
     return _block(ns, "FRAGMENT", None, dispatcher)

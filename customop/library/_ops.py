@@ -62,7 +62,11 @@ class OpOverloadPacket:
         return f"{self._ns}::{self._name}"
 
     def overloads(self) -> list[str]:
-        """Overload names, ``"default"`` first."""
+        """Overload names, ``"default"`` first.
+
+        Returns:
+            The names of the overloads defined now.
+        """
         found = [
             n.overload or "default"
             for n in defined_names(self._dispatcher)
@@ -77,10 +81,21 @@ class OpOverloadPacket:
 
     @property
     def default(self) -> OpOverload:
+        """The default overload (the one defined without an overload name)."""
         return self.overload("default")
 
     def overload(self, overload: str) -> OpOverload:
-        """The `OpOverload` named ``overload`` (``"default"`` for the unnamed one)."""
+        """The `OpOverload` named ``overload`` (``"default"`` for the unnamed one).
+
+        Args:
+            overload: the overload's name.
+
+        Returns:
+            The overload.
+
+        Raises:
+            AttributeError: no such overload (the message lists the ones that exist).
+        """
         cached = self._overloads.get(overload)
         # The very def it was bound for: a redefinition with an equal schema may
         # still differ in what it checks (a @custom_op's Literal choices).
@@ -198,6 +213,11 @@ class OpNamespace:
         self._packets: dict[str, OpOverloadPacket] = {}
 
     def names(self) -> list[str]:
+        """The operator names defined in this namespace.
+
+        Returns:
+            The names (without namespace or overload), sorted.
+        """
         found = {n.name for n in defined_names(self._dispatcher) if n.namespace == self._ns}
         return sorted(found)
 
@@ -235,6 +255,11 @@ class Ops:
         self._namespaces: dict[str, OpNamespace] = {}
 
     def namespaces(self) -> list[str]:
+        """The namespaces that have at least one defined operator.
+
+        Returns:
+            The namespace names, sorted.
+        """
         return sorted({n.namespace for n in defined_names(self._dispatcher)})
 
     def __getattr__(self, ns: str) -> OpNamespace:

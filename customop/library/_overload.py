@@ -57,11 +57,13 @@ class OpOverload:
 
     @property
     def name(self) -> OperatorName:
+        """The overload's operator name (namespace, name and overload)."""
         assert self.schema.name is not None
         return self.schema.name
 
     @property
     def overload_name(self) -> str:
+        """The overload name, ``"default"`` for the default overload."""
         return self.name.overload or "default"
 
     @property
@@ -76,6 +78,7 @@ class OpOverload:
 
     @property
     def dispatcher(self) -> Dispatcher:
+        """The dispatcher that this overload's calls go through."""
         return self._handle.dispatcher
 
     @property
@@ -94,7 +97,16 @@ class OpOverload:
             )
 
     def redispatch(self, keyset: DispatchKeySet, /, *args: Any, **kwargs: Any) -> Any:
-        """Run the kernel for ``keyset`` directly (from a boxed kernel: the keys below yours)."""
+        """Run the kernel for ``keyset`` directly (from a boxed kernel: the keys below yours).
+
+        Args:
+            keyset: the keys to dispatch on, usually ``keyset.below(my_key)``.
+            *args: the op's arguments.
+            **kwargs: the op's keyword arguments.
+
+        Returns:
+            What the selected kernel returns.
+        """
         return self._handle.redispatch(keyset, *args, **kwargs)
 
     def __repr__(self) -> str:

@@ -332,7 +332,19 @@ def infer_schema_details(
     mutates_args: Iterable[str] | MutatesArgs,
     op_name: str | None = None,
 ) -> InferredSchema:
-    """`infer_schema`, plus the allowed values of ``Literal`` and ``Enum`` parameters."""
+    """`infer_schema`, plus the allowed values of ``Literal`` and ``Enum`` parameters.
+
+    Args:
+        fn: the typed function.
+        mutates_args: the parameters ``fn`` writes to, or `MutatesArgs.UNKNOWN`.
+        op_name: the operator's name, or None for an anonymous schema.
+
+    Returns:
+        The schema and the allowed values per parameter.
+
+    Raises:
+        SchemaError: a parameter's annotation has no schema type.
+    """
     function = str(getattr(fn, "__qualname__", None) or repr(fn))
     mutates = _mutates(mutates_args, function)
     name = _operator_name(op_name)
@@ -378,6 +390,17 @@ def infer_schema(
     >>> def scale(x: numpy.ndarray, alpha: float = 1.0) -> numpy.ndarray: ...
     >>> print(infer_schema(scale, mutates_args=(), op_name="mylib::scale"))
     mylib::scale(Tensor x, float alpha=1.) -> Tensor
+
+    Args:
+        fn: the typed function.
+        mutates_args: the parameters ``fn`` writes to, or `MutatesArgs.UNKNOWN`.
+        op_name: the operator's name, or None for an anonymous schema.
+
+    Returns:
+        The schema.
+
+    Raises:
+        SchemaError: a parameter's annotation has no schema type.
     """
     return infer_schema_details(fn, mutates_args=mutates_args, op_name=op_name).schema
 
@@ -391,6 +414,16 @@ def register_annotation(annotation: object, schema_type: str) -> Callable[[], No
     Scalar, ScalarType, Device. Returns a function that removes the mapping
     (calling it again does nothing). Raises `RegistrationError` if the
     annotation is already mapped or is a generic form.
+
+    Args:
+        annotation: the class or ``NewType``.
+        schema_type: the schema base type it infers as.
+
+    Returns:
+        A function that removes the mapping.
+
+    Raises:
+        RegistrationError: the annotation is mapped already or generic.
     """
     if typing.get_origin(annotation) is not None or form_key(annotation) in FORMS:
         raise RegistrationError(

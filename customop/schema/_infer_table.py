@@ -72,6 +72,15 @@ class Choices:
         """The value the kernel receives for ``text``: the member for an Enum, else ``text``.
 
         Raises ``ValueError`` when ``text`` is not one of ``values``.
+
+        Args:
+            text: the string the caller passed.
+
+        Returns:
+            The Enum member, or ``text``.
+
+        Raises:
+            ValueError: ``text`` is not an allowed value.
         """
         if text not in self.values:
             raise ValueError(

@@ -174,9 +174,19 @@ class Argument(Frozen):
 
     @property
     def tensor_kind(self) -> TensorKind | None:
+        """How the argument carries tensors (``Tensor``, ``Tensor[]``, ...), else ``None``."""
         return tensor_kind(self.type)
 
     def format(self, style: PrintStyle = "canonical") -> str:
+        """Print this argument (type, name, default) in a schema's spelling.
+
+        Args:
+            style: ``"canonical"`` for torch's printed form, ``"source"`` for the
+                spelling ``native_functions.yaml`` uses.
+
+        Returns:
+            The argument's text, e.g. ``int dim=-1``.
+        """
         text = f"{self.type.format(style)} {self.name}"
         if self.default is None:
             return text
@@ -203,6 +213,7 @@ class Return(Frozen):
 
     @property
     def alias_info(self) -> AliasInfo | None:
+        """The return's outer alias annotation (``Tensor(a)``), or ``None``."""
         return _outer_alias(self.type)
 
     def __str__(self) -> str:
@@ -248,10 +259,12 @@ class FunctionSchema(Frozen):
 
     @property
     def namespace(self) -> str:
+        """The operator's namespace (``"ns"`` of ``ns::name``); ``""`` if the schema has no name."""
         return self.name.namespace if self.name else ""
 
     @property
     def overload_name(self) -> str:
+        """The overload name (``"out"`` of ``ns::name.out``), or ``""`` for the default overload."""
         return self.name.overload if self.name else ""
 
     @property
@@ -261,14 +274,17 @@ class FunctionSchema(Frozen):
 
     @property
     def mutated_arguments(self) -> tuple[str, ...]:
+        """Names of the arguments the op writes to (alias annotations with ``!``), in order."""
         return tuple(arg.name for arg in self.arguments if arg.is_write)
 
     @property
     def positional_arguments(self) -> tuple[Argument, ...]:
+        """The arguments that may be passed by position (those before ``*``)."""
         return tuple(arg for arg in self.arguments if not arg.kwarg_only)
 
     @property
     def kwarg_only_arguments(self) -> tuple[Argument, ...]:
+        """The keyword-only arguments (those after ``*``)."""
         return tuple(arg for arg in self.arguments if arg.kwarg_only)
 
     @property
@@ -283,7 +299,14 @@ class FunctionSchema(Frozen):
 
     def format(self, style: PrintStyle = "canonical") -> str:
         """Print the schema: ``canonical`` is torch's C++ spelling, ``source`` keeps
-        each default as written (``reduction=Mean``, ``eps=1e-05``), as torchgen does."""
+        each default as written (``reduction=Mean``, ``eps=1e-05``), as torchgen does.
+
+        Args:
+            style: ``"canonical"`` or ``"source"``.
+
+        Returns:
+            The schema's text; `parse_schema` reads it back to an equal schema.
+        """
         return format_schema(self, style)
 
     def __radd__(self, other: object) -> str:

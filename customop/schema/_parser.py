@@ -279,7 +279,18 @@ def _parse(text: object, strict: bool, api: str) -> FunctionSchema | OperatorNam
 
 
 def parse_schema_or_name(text: str, *, strict: bool = True) -> FunctionSchema | OperatorName:
-    """Parse a schema, or a bare operator name when the text stops after the name."""
+    """Parse a schema, or a bare operator name when the text stops after the name.
+
+    Args:
+        text: a schema, or an operator name.
+        strict: as for `parse_schema`.
+
+    Returns:
+        The schema, or the `OperatorName`.
+
+    Raises:
+        SchemaParseError: the text is neither.
+    """
     return _parse(text, strict, "parse_schema_or_name")
 
 
@@ -294,6 +305,24 @@ def parse_schema(text: str, *, strict: bool = True) -> FunctionSchema:
     and customop's model forbids: an argument name used twice (torch 2.13
     ships one such schema, ``static_runtime::clamp_nan_to_num``) and a second
     ``*``. Such a schema is for reading only: `Dispatcher.register_def` refuses it.
+
+    Args:
+        text: the schema text.
+        strict: refuse what customop's model forbids (see above).
+
+    Returns:
+        The schema; ``str(schema)`` prints torch's canonical text.
+
+    Raises:
+        SchemaParseError: the text does not follow the grammar.
+
+    Examples:
+        >>> from customop import parse_schema
+        >>> schema = parse_schema("mylib::add(Tensor x, Tensor y, *, float alpha=1.0) -> Tensor")
+        >>> print(schema)
+        mylib::add(Tensor x, Tensor y, *, float alpha=1.) -> Tensor
+        >>> [arg.name for arg in schema.kwarg_only_arguments]
+        ['alpha']
     """
     result = _parse(text, strict, "parse_schema")
     if isinstance(result, OperatorName):
@@ -307,7 +336,17 @@ def parse_schema(text: str, *, strict: bool = True) -> FunctionSchema:
 
 
 def parse_operator_name(text: str) -> OperatorName:
-    """Parse ``"ns::name"`` or ``"ns::name.overload"``."""
+    """Parse ``"ns::name"`` or ``"ns::name.overload"``.
+
+    Args:
+        text: the name.
+
+    Returns:
+        The parsed name.
+
+    Raises:
+        SchemaParseError: the text is not an operator name.
+    """
     if not isinstance(text, str):
         raise TypeError(f"parse_operator_name: expected a str, got {text!r}.")
     # Names are looked up far more often than they are new (every registration

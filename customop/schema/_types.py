@@ -92,6 +92,7 @@ class AliasInfo(Frozen):
 
     @property
     def is_wildcard(self) -> bool:
+        """Whether the annotation uses the ``*`` wildcard set (may alias anything)."""
         return WILDCARD in self.before or WILDCARD in self.after
 
     def _key(self) -> tuple[frozenset[str], frozenset[str], bool, bool]:
@@ -144,6 +145,15 @@ class BaseType(_Type):
         return name
 
     def format(self, style: str = "canonical") -> str:
+        """Print this type in a schema's spelling.
+
+        Args:
+            style: ``"canonical"`` for torch's printed form, ``"source"`` for the
+                spelling ``native_functions.yaml`` uses.
+
+        Returns:
+            The type's text.
+        """
         name = self.name if style == "source" else CANONICAL_NAMES.get(self.name, self.name)
         return name + _alias_text(self.alias)
 
@@ -170,6 +180,15 @@ class VarType(_Type):
         return name
 
     def format(self, style: str = "canonical") -> str:
+        """Print this type in a schema's spelling.
+
+        Args:
+            style: ``"canonical"`` for torch's printed form, ``"source"`` for the
+                spelling ``native_functions.yaml`` uses.
+
+        Returns:
+            The type's text.
+        """
         return self.name + _alias_text(self.alias)
 
 
@@ -192,6 +211,15 @@ class ClassType(_Type):
         return name
 
     def format(self, style: str = "canonical") -> str:
+        """Print this type in a schema's spelling.
+
+        Args:
+            style: ``"canonical"`` for torch's printed form, ``"source"`` for the
+                spelling ``native_functions.yaml`` uses.
+
+        Returns:
+            The type's text.
+        """
         return self.qualified_name
 
 
@@ -203,6 +231,15 @@ class OptionalType(_Type):
     elem: SchemaType
 
     def format(self, style: str = "canonical") -> str:
+        """Print this type in a schema's spelling.
+
+        Args:
+            style: ``"canonical"`` for torch's printed form, ``"source"`` for the
+                spelling ``native_functions.yaml`` uses.
+
+        Returns:
+            The type's text.
+        """
         return self.elem.format(style) + "?"
 
 
@@ -223,6 +260,15 @@ class ListType(_Type):
         return size
 
     def format(self, style: str = "canonical") -> str:
+        """Print this type in a schema's spelling.
+
+        Args:
+            style: ``"canonical"`` for torch's printed form, ``"source"`` for the
+                spelling ``native_functions.yaml`` uses.
+
+        Returns:
+            The type's text.
+        """
         size = "" if self.size is None else str(self.size)
         return f"{self.elem.format(style)}[{size}]" + _alias_text(self.alias)
 
@@ -235,6 +281,15 @@ class TupleType(_Type):
     elems: tuple[SchemaType, ...]
 
     def format(self, style: str = "canonical") -> str:
+        """Print this type in a schema's spelling.
+
+        Args:
+            style: ``"canonical"`` for torch's printed form, ``"source"`` for the
+                spelling ``native_functions.yaml`` uses.
+
+        Returns:
+            The type's text.
+        """
         return "(" + ", ".join(e.format(style) for e in self.elems) + ")"
 
 
@@ -248,6 +303,15 @@ class DictType(_Type):
     alias: AliasInfo | None = None
 
     def format(self, style: str = "canonical") -> str:
+        """Print this type in a schema's spelling.
+
+        Args:
+            style: ``"canonical"`` for torch's printed form, ``"source"`` for the
+                spelling ``native_functions.yaml`` uses.
+
+        Returns:
+            The type's text.
+        """
         body = f"Dict({self.key.format(style)}, {self.value.format(style)})"
         return body + _alias_text(self.alias)
 
@@ -261,6 +325,15 @@ class FutureType(_Type):
     elem: SchemaType
 
     def format(self, style: str = "canonical") -> str:
+        """Print this type in a schema's spelling.
+
+        Args:
+            style: ``"canonical"`` for torch's printed form, ``"source"`` for the
+                spelling ``native_functions.yaml`` uses.
+
+        Returns:
+            The type's text.
+        """
         return f"{self.wrapper}({self.elem.format(style)})"
 
 
@@ -280,6 +353,15 @@ class UnionType(_Type):
         return elems
 
     def format(self, style: str = "canonical") -> str:
+        """Print this type in a schema's spelling.
+
+        Args:
+            style: ``"canonical"`` for torch's printed form, ``"source"`` for the
+                spelling ``native_functions.yaml`` uses.
+
+        Returns:
+            The type's text.
+        """
         body = "Union(" + ", ".join(e.format(style) for e in self.elems) + ")"
         return body + _alias_text(self.alias)
 

@@ -130,6 +130,13 @@ def adapter_for(value: object, *, dispatcher: Dispatcher | None = None) -> Array
     """The adapter serving ``value`` (an array, or an array type), or None.
 
     Subclasses are served by their nearest registered base, as in dispatch.
+
+    Args:
+        value: an array or an array type.
+        dispatcher: where backends are looked up; default: ``customop.dispatcher``.
+
+    Returns:
+        The adapter, or None for an unregistered type.
     """
     table = adapter_table(default_dispatcher if dispatcher is None else dispatcher)
     kind = value if isinstance(value, type) else type(value)
@@ -141,7 +148,15 @@ def adapter_for(value: object, *, dispatcher: Dispatcher | None = None) -> Array
 
 
 def device_of(array: object, *, dispatcher: Dispatcher | None = None) -> Device:
-    """The `Device` of ``array``: a fake's own, else its backend adapter's answer."""
+    """The `Device` of ``array``: a fake's own, else its backend adapter's answer.
+
+    Args:
+        array: an array of a registered type, or a fake.
+        dispatcher: where backends are looked up; default: ``customop.dispatcher``.
+
+    Returns:
+        The device.
+    """
     if isinstance(array, FakeTensor):
         return array.device
     adapter = adapter_for(array, dispatcher=dispatcher)
@@ -221,6 +236,21 @@ def register_backend(
     gives an instance's device when it has an index (default: ``device_type``
     itself); ``empty(shape, dtype, device)`` lets ``empty_like`` / ``new_empty``
     make arrays of this type.
+
+    Args:
+        array_type: the array class, or its qualified name.
+        device_type: the backend's device type.
+        key: the backend's dispatch key, as a check.
+        device: the device of an instance.
+        empty: how to make a new array of this type.
+        dispatcher: where to register; default: ``customop.dispatcher``.
+
+    Returns:
+        A handle whose ``remove()`` unregisters the type.
+
+    Raises:
+        RegistrationError: the type is registered already.
+        DispatchKeyError: ``key`` is not ``device_type``'s key.
     """
     api = "register_backend"
     d = default_dispatcher if dispatcher is None else dispatcher

@@ -35,7 +35,15 @@ class FakeImplCtx:
 
     def new_dynamic_size(self, *, min: int = 0, max: int | None = None) -> SymInt:
         """A new size symbol ``s<n>`` in ``[min, max]``, for an output whose size
-        depends on the data (``nonzero``, ``unique``): the fake cannot know it."""
+        depends on the data (``nonzero``, ``unique``): the fake cannot know it.
+
+        Args:
+            min: the smallest value the size can take.
+            max: the largest value, or None for no upper bound.
+
+        Returns:
+            The new `SymInt`.
+        """
         return self.shape_env.new_symint(min, max)
 
     def create_unbacked_symint(self, *, min: int = 0, max: int | None = None) -> SymInt:
@@ -70,7 +78,14 @@ def _running_fake_impl() -> str | None:
 
 
 def get_ctx() -> FakeImplCtx:
-    """The context of the running fake impl; an error anywhere else."""
+    """The context of the running fake impl; an error anywhere else.
+
+    Returns:
+        The `FakeImplCtx` of the fake impl that is running.
+
+    Raises:
+        RuntimeError: no fake impl is running.
+    """
     op = _running_fake_impl()
     if op is None:
         raise RuntimeError(

@@ -133,21 +133,34 @@ class dtype:  # noqa: N801 -- named like torch.dtype / numpy.dtype on purpose (s
 
     @property
     def is_floating_point(self) -> bool:
+        """Whether the dtype is a floating-point type (float16/32/64, bfloat16, float8 variants)."""
         return self._name in _FLOATING or self._name.startswith("float8")
 
     @property
     def is_complex(self) -> bool:
+        """Whether the dtype is a complex type."""
         return self._name in _COMPLEX
 
     def to_torch(self) -> Any:
-        """The ``torch.dtype`` (imports torch, so only call it when torch is wanted)."""
+        """The ``torch.dtype`` (imports torch, so only call it when torch is wanted).
+
+        Returns:
+            The matching ``torch.dtype``.
+        """
         import torch  # noqa: PLC0415 -- optional dependency, imported on use
 
         return getattr(torch, self._name)
 
     @staticmethod
     def from_code(code: int) -> _DType:
-        """The dtype of torch ScalarType ``code`` (``4`` -> ``int64``)."""
+        """The dtype of torch ScalarType ``code`` (``4`` -> ``int64``).
+
+        Args:
+            code: the ScalarType number.
+
+        Returns:
+            The dtype.
+        """
         found = _BY_CODE.get(code) if isinstance(code, int) and not isinstance(code, bool) else None
         if found is None:
             raise ValueError(
@@ -162,6 +175,12 @@ class dtype:  # noqa: N801 -- named like torch.dtype / numpy.dtype on purpose (s
 
         Strings use torch's names and aliases (``"float32"``, ``"long"``,
         ``"float"`` = float32, ``"double"``, ``"half"``, ``"bool"``).
+
+        Args:
+            value: a dtype, a numpy dtype or type, a torch dtype, or a name.
+
+        Returns:
+            The dtype.
         """
         return to_dtype(value)
 
@@ -231,7 +250,14 @@ complex128: Final = _BY_NAME["complex128"]
 
 
 def dtype_from_code(code: int) -> dtype:
-    """The dtype of a torch ScalarType code: what a ``ScalarType`` schema default stores."""
+    """The dtype of a torch ScalarType code: what a ``ScalarType`` schema default stores.
+
+    Args:
+        code: the ScalarType number.
+
+    Returns:
+        The dtype.
+    """
     return dtype.from_code(code)
 
 

@@ -59,7 +59,16 @@ class FakeTensorFactory(Protocol):
     """What a fake mode offers the factory helpers: making its fakes."""
 
     def make_fake(self, shape: tuple[IntLike, ...], dtype: dtype, device: Device) -> FakeTensor:
-        """A fake with this metadata (the mode may attach itself, count, memoise...)."""
+        """A fake with this metadata (the mode may attach itself, count, memoise...).
+
+        Args:
+            shape: the sizes.
+            dtype: the element type.
+            device: the device.
+
+        Returns:
+            The fake.
+        """
         ...
 
 
@@ -70,7 +79,11 @@ CURRENT_FAKE_MODE: Final[ContextVar[FakeTensorFactory | None]] = ContextVar(
 
 
 def current_fake_mode() -> FakeTensorFactory | None:
-    """The active fake mode, or None outside every mode."""
+    """The active fake mode, or None outside every mode.
+
+    Returns:
+        The mode, or None.
+    """
     return CURRENT_FAKE_MODE.get()
 
 
@@ -123,7 +136,17 @@ def empty_like(
     device: DeviceLike | None = None,
     dispatcher: Dispatcher | None = None,
 ) -> Any:
-    """A new uninitialised array with ``x``'s shape (and dtype and device, unless given)."""
+    """A new uninitialised array with ``x``'s shape (and dtype and device, unless given).
+
+    Args:
+        x: the array (or fake) to copy the metadata of.
+        dtype: the element type instead of ``x``'s.
+        device: the device instead of ``x``'s.
+        dispatcher: where backends are looked up; default: ``customop.dispatcher``.
+
+    Returns:
+        The new array, or a `FakeTensor` when ``x`` is one.
+    """
     return _like("empty_like", x, None, dtype=dtype, device=device, dispatcher=dispatcher)
 
 
@@ -135,7 +158,18 @@ def new_empty(
     device: DeviceLike | None = None,
     dispatcher: Dispatcher | None = None,
 ) -> Any:
-    """A new uninitialised array of ``shape``, with ``x``'s backend, dtype and device."""
+    """A new uninitialised array of ``shape``, with ``x``'s backend, dtype and device.
+
+    Args:
+        x: the array (or fake) whose backend, dtype and device to use.
+        shape: the new shape.
+        dtype: the element type instead of ``x``'s.
+        device: the device instead of ``x``'s.
+        dispatcher: where backends are looked up; default: ``customop.dispatcher``.
+
+    Returns:
+        The new array, or a `FakeTensor` when ``x`` is one.
+    """
     return _like("new_empty", x, shape, dtype=dtype, device=device, dispatcher=dispatcher)
 
 

@@ -89,14 +89,20 @@ class FakeTensor(FakeTensorMethods):
 
     @property
     def device(self) -> Device:
+        """The device the tensor claims to live on."""
         return self._device
 
     @property
     def ndim(self) -> int:
+        """The number of dimensions, ``len(shape)``."""
         return len(self._shape)
 
     def dim(self) -> int:
-        """Same as `ndim` (torch spelling)."""
+        """Same as `ndim` (torch spelling).
+
+        Returns:
+            The number of dimensions.
+        """
         return len(self._shape)
 
     @overload
@@ -106,13 +112,27 @@ class FakeTensor(FakeTensorMethods):
     def size(self, dim: int) -> IntLike: ...
 
     def size(self, dim: int | None = None) -> tuple[IntLike, ...] | IntLike:
-        """The shape, or the size of dimension ``dim`` (negative counts from the end)."""
+        """The shape, or the size of dimension ``dim`` (negative counts from the end).
+
+        Args:
+            dim: a dimension, or ``None`` for the whole shape.
+
+        Returns:
+            The shape tuple, or one size (an ``int`` or a `SymInt`).
+
+        Raises:
+            IndexError: ``dim`` is out of range.
+        """
         if dim is None:
             return self._shape
         return self._shape[self._dim_index(dim, "FakeTensor.size")]
 
     def numel(self) -> IntLike:
-        """The number of elements: the product of the sizes (a `SymInt` if any size is one)."""
+        """The number of elements: the product of the sizes (a `SymInt` if any size is one).
+
+        Returns:
+            The element count, an ``int`` or a `SymInt`.
+        """
         total: IntLike = 1
         for size in self._shape:
             total = total * size

@@ -28,6 +28,12 @@ def install_backends(dispatcher: Dispatcher) -> RegistrationHandle:
     """Register FakeTensor and the torch / cupy adapters (now or on import) in ``dispatcher``.
 
     Returns one handle that removes them all (and stops waiting for imports).
+
+    Args:
+        dispatcher: the dispatcher to register in.
+
+    Returns:
+        One handle for all of them.
     """
     fake = add_adapter(dispatcher, _FAKE, FAKE_KEYS)
     try:

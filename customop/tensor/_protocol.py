@@ -19,13 +19,16 @@ class Tensor(Protocol):
     """
 
     @property
-    def shape(self) -> Any: ...
+    def shape(self) -> Any:
+        """The array's shape, a sequence of ints (or ``SymInt`` for a fake tensor)."""
 
     @property
-    def dtype(self) -> Any: ...
+    def dtype(self) -> Any:
+        """The array's element type."""
 
     @property
-    def ndim(self) -> int: ...
+    def ndim(self) -> int:
+        """The number of dimensions."""
 
 
 # `x: customop.Tensor` infers as the schema type Tensor. The schema layer cannot

@@ -230,7 +230,17 @@ class SymInt:
         return isinstance(self._expr.single_atom, Symbol)
 
     def evaluate(self, values: Mapping[str, int]) -> int:
-        """The value with each symbol replaced: ``(2*s0 + 1).evaluate({"s0": 3}) == 7``."""
+        """The value with each symbol replaced: ``(2*s0 + 1).evaluate({"s0": 3}) == 7``.
+
+        Args:
+            values: a value for each symbol, by name (``{"s0": 3}``).
+
+        Returns:
+            The integer value.
+
+        Raises:
+            KeyError: a symbol has no value.
+        """
         missing = [name for name in self.symbols if name not in values]
         if missing:
             raise KeyError(
@@ -269,12 +279,28 @@ def _extremum(kind: str, a: IntLike, b: IntLike) -> IntLike:
 
 
 def sym_max(a: IntLike, b: IntLike) -> IntLike:
-    """``max(a, b)`` that never raises: decided by the ranges when they can, else ``max(s0, 3)``."""
+    """``max(a, b)`` that never raises: decided by the ranges when they can, else ``max(s0, 3)``.
+
+    Args:
+        a: an int or a `SymInt`.
+        b: an int or a `SymInt`.
+
+    Returns:
+        The larger, or a symbolic ``max``.
+    """
     return _extremum("max", a, b)
 
 
 def sym_min(a: IntLike, b: IntLike) -> IntLike:
-    """``min(a, b)`` that never raises: decided by the ranges when they can, else ``min(s0, 3)``."""
+    """``min(a, b)`` that never raises: decided by the ranges when they can, else ``min(s0, 3)``.
+
+    Args:
+        a: an int or a `SymInt`.
+        b: an int or a `SymInt`.
+
+    Returns:
+        The smaller, or a symbolic ``min``.
+    """
     return _extremum("min", a, b)
 
 
@@ -294,7 +320,15 @@ class ShapeEnv:
         self._facts = Facts()
 
     def new_symint(self, min: int | None = 0, max: int | None = None) -> SymInt:
-        """A new symbol whose value lies in ``[min, max]`` (None: unbounded on that side)."""
+        """A new symbol whose value lies in ``[min, max]`` (None: unbounded on that side).
+
+        Args:
+            min: the smallest value, or None.
+            max: the largest value, or None.
+
+        Returns:
+            The new `SymInt`.
+        """
         lo, hi = _check_bound("min", min, -INF), _check_bound("max", max, INF)
         if lo > hi:
             raise ValueError(

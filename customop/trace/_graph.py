@@ -58,7 +58,15 @@ class Graph:
     # -- building ------------------------------------------------------------------
 
     def placeholder(self, name: str, meta: MetaLike = None) -> Node:
-        """Add an input named ``name`` (made a unique identifier) with its metadata."""
+        """Add an input named ``name`` (made a unique identifier) with its metadata.
+
+        Args:
+            name: the input's name.
+            meta: its metadata: a `TensorMeta` (or something `meta_of` accepts), or None.
+
+        Returns:
+            The new placeholder node.
+        """
         self._check_open("placeholder")
         checked = _checked_meta(meta)  # before the name is taken: a refused call leaves no trace
         node = Node(self, NodeKind.PLACEHOLDER, self._unique(name), meta=checked)
@@ -75,7 +83,17 @@ class Graph:
         """Record a call of ``op``. ``args`` / ``kwargs`` may hold nodes (or ``node[i]``)
         anywhere inside lists, tuples and dicts; other values become constants.
         ``meta`` describes the result: a `TensorMeta`, a tuple of them for an op
-        returning several values, or None for a non-tensor result."""
+        returning several values, or None for a non-tensor result.
+
+        Args:
+            op: the operator: an `OpOverload`, a handle, or its qualified name.
+            args: positional arguments.
+            kwargs: keyword arguments.
+            meta: the result's metadata.
+
+        Returns:
+            The new call node.
+        """
         self._check_open("call")
         entry = self._targets.get(op)
         if entry is None:
@@ -92,7 +110,14 @@ class Graph:
         return node
 
     def output(self, value: Any) -> Node:
-        """Set the graph's result: a node, or a tuple / list / dict of nodes and constants."""
+        """Set the graph's result: a node, or a tuple / list / dict of nodes and constants.
+
+        Args:
+            value: the result.
+
+        Returns:
+            The output node.
+        """
         self._check_open("output")
         inputs: list[Node] = []
         converted = self._convert(value, inputs)
@@ -185,6 +210,7 @@ class Graph:
 
     @property
     def placeholders(self) -> tuple[Node, ...]:
+        """The graph's input nodes, in order."""
         return tuple(n for n in self._nodes if n.kind is NodeKind.PLACEHOLDER)
 
     @property
@@ -193,7 +219,17 @@ class Graph:
         return self._output
 
     def node(self, name: str) -> Node:
-        """The node called ``name``."""
+        """The node called ``name``.
+
+        Args:
+            name: the node's name, as the printed code shows it.
+
+        Returns:
+            The node.
+
+        Raises:
+            KeyError: no node has that name.
+        """
         for node in self._nodes:
             if node.name == name:
                 return node
@@ -212,7 +248,11 @@ class Graph:
     # -- printing, running, saving, drawing ------------------------------------------
 
     def code(self) -> str:
-        """The graph as Python-like code (what ``print(graph)`` shows)."""
+        """The graph as Python-like code (what ``print(graph)`` shows).
+
+        Returns:
+            The code, one line per node, each call commented with its result's metadata.
+        """
         return _printer.graph_code(self)
 
     def __str__(self) -> str:
@@ -229,6 +269,13 @@ class Graph:
 
         With no ``dispatcher``, each node calls the op it recorded (or was bound
         to by `from_json`); with one, every op is looked up by name in it.
+
+        Args:
+            *args: the inputs, one per placeholder.
+            dispatcher: look ops up by name in this dispatcher instead.
+
+        Returns:
+            The output, in the structure `output` recorded.
         """
         return _run.run(self, args, dispatcher)
 
@@ -237,15 +284,38 @@ class Graph:
         return _run.run(self, args, None)
 
     def to_model(self) -> GraphModel:
+        """The graph as a pydantic model, the structure behind ``to_json``.
+
+        Returns:
+            A ``GraphModel`` that ``Graph.from_model`` turns back into an equal graph.
+        """
         return _serialize.to_model(self)
 
     def to_json(self, *, indent: int | None = None) -> str:
-        """The graph as JSON text: ops by qualified name, with their schemas."""
+        """The graph as JSON text: ops by qualified name, with their schemas.
+
+        Args:
+            indent: indentation for pretty-printing, or None for one line.
+
+        Returns:
+            The JSON text; `from_json` reads it back.
+        """
         return _serialize.to_model(self).model_dump_json(indent=indent, exclude_defaults=True)
 
     @classmethod
     def from_model(cls, model: GraphModel, dispatcher: Dispatcher | None = None) -> Graph:
-        """The graph of ``model``, its ops looked up in ``dispatcher`` (default: the global one)."""
+        """The graph of ``model``, its ops looked up in ``dispatcher`` (default: the global one).
+
+        Args:
+            model: the graph's model, as `to_model` returns it.
+            dispatcher: where to look the ops up.
+
+        Returns:
+            The graph.
+
+        Raises:
+            GraphError: the model is not a valid graph.
+        """
         graph = cls()
         _serialize.load(graph, model, dispatcher, "Graph.from_model")
         return graph
@@ -253,18 +323,38 @@ class Graph:
     @classmethod
     def from_json(cls, text: str | bytes, dispatcher: Dispatcher | None = None) -> Graph:
         """The graph saved by `to_json`, its ops looked up in ``dispatcher`` (default:
-        ``customop.dispatcher``). A missing op raises `UnknownOperatorError`."""
+        ``customop.dispatcher``). A missing op raises `UnknownOperatorError`.
+
+        Args:
+            text: the JSON text.
+            dispatcher: where to look the ops up.
+
+        Returns:
+            The graph.
+
+        Raises:
+            GraphError: the text is not a valid graph (naming the node and field).
+            UnknownOperatorError: an op is not defined in ``dispatcher``.
+        """
         graph = cls()
         model = _serialize.parse(text)
         _serialize.load(graph, model, dispatcher, "Graph.from_json")
         return graph
 
     def to_mermaid(self) -> str:
-        """A Mermaid ``flowchart``: one box per node, labelled with its op and shape."""
+        """A Mermaid ``flowchart``: one box per node, labelled with its op and shape.
+
+        Returns:
+            The diagram's text, for a ``mermaid`` block or https://mermaid.live.
+        """
         return _pictures.mermaid(self)
 
     def to_dot(self) -> str:
-        """Graphviz DOT text of the same picture as `to_mermaid`."""
+        """Graphviz DOT text of the same picture as `to_mermaid`.
+
+        Returns:
+            The DOT text, for ``dot -Tsvg``.
+        """
         return _pictures.dot(self)
 
 

@@ -123,7 +123,14 @@ class TensorMeta:
     @classmethod
     def from_value(cls, value: Any) -> TensorMeta:
         """The metadata of an array: a numpy array, a `FakeTensor`, or any object with
-        ``.shape`` and ``.dtype`` (and ``.device``; ``"cpu"`` when it has none)."""
+        ``.shape`` and ``.dtype`` (and ``.device``; ``"cpu"`` when it has none).
+
+        Args:
+            value: the array.
+
+        Returns:
+            Its metadata.
+        """
         try:
             shape, dtype = value.shape, value.dtype
         except AttributeError:
@@ -136,6 +143,7 @@ class TensorMeta:
 
     @property
     def rank(self) -> int:
+        """The number of dimensions, ``len(shape)``."""
         return len(self.shape)
 
     @property
@@ -180,7 +188,14 @@ def is_scalar(value: object) -> bool:
 
 def meta_of(value: object) -> Meta:
     """The metadata of an op's result: a `TensorMeta` for a tensor, a tuple of
-    them (None for non-tensors) for a tuple or list result, else None."""
+    them (None for non-tensors) for a tuple or list result, else None.
+
+    Args:
+        value: the op's result.
+
+    Returns:
+        Its metadata.
+    """
     if isinstance(value, tuple | list):
         return tuple([TensorMeta.from_value(v) if _is_tensor(v) else None for v in value])
     return TensorMeta.from_value(value) if _is_tensor(value) else None

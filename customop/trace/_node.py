@@ -135,10 +135,12 @@ class Node:
 
     @property
     def inputs(self) -> tuple[Node, ...]:
+        """The nodes this node reads, in argument order."""
         return tuple(self._inputs)
 
     @property
     def users(self) -> tuple[Node, ...]:
+        """The nodes that read this node's value."""
         return tuple(self._users)
 
     @property
@@ -170,7 +172,11 @@ class Node:
         return iter([NodeRef(self, i) for i in range(len(meta))])
 
     def code(self) -> str:
-        """The node as a line of the graph's code, without the metadata comment."""
+        """The node as a line of the graph's code, without the metadata comment.
+
+        Returns:
+            The line of code.
+        """
         if self.kind is NodeKind.PLACEHOLDER:
             return f"{self.name}: {self.meta}" if self.meta is not None else self.name
         if self.kind is NodeKind.OUTPUT:
@@ -179,6 +185,7 @@ class Node:
 
     @property
     def meta_text(self) -> str:
+        """The node's metadata as the graph prints it (``f32[2, 3]``)."""
         return format_meta(self.meta)
 
     def __repr__(self) -> str:

@@ -120,6 +120,34 @@ def trace(
     Tensor arguments become placeholders (real ones are turned into fakes
     first); other arguments are constants baked into the graph. ``fn`` may
     return a tensor, or a tuple, list or dict of them.
+
+    Args:
+        fn: the function to trace.
+        *example_args: example inputs (arrays, fakes, or other values).
+        dispatcher: where the ops are dispatched; default: ``customop.dispatcher``.
+        **example_kwargs: example keyword inputs.
+
+    Returns:
+        The recorded graph.
+
+    Raises:
+        MissingKernelError: an op has no fake impl.
+
+    Examples:
+        >>> import numpy as np
+        >>> import customop
+        >>> d = customop.Dispatcher()
+        >>> _ = customop.tensor.install_backends(d)  # FakeTensor as an array type of d
+        >>> @customop.custom_op("doctrace::relu", mutates_args=(), dispatcher=d)
+        ... def relu(x: np.ndarray) -> np.ndarray:
+        ...     return np.maximum(x, 0)
+        >>> _ = relu.register_fake(lambda x: customop.empty_like(x))
+        >>> graph = customop.trace(lambda x: relu(relu(x)), np.zeros((2, 3)), dispatcher=d)
+        >>> print(graph)
+        def forward(x: f64[2, 3]):
+            relu = ops.doctrace.relu.default(x)       # f64[2, 3]
+            relu_1 = ops.doctrace.relu.default(relu)  # f64[2, 3]
+            return relu_1
     """
     target = default_dispatcher if dispatcher is None else dispatcher
     _install(target)

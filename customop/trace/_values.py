@@ -58,20 +58,46 @@ class Constant:
 
     @classmethod
     def dtype(cls, dtype: object) -> Constant:
-        """A dtype: an object such as ``np.float32``, or a canonical name."""
+        """A dtype: an object such as ``np.float32``, or a canonical name.
+
+        Args:
+            dtype: the dtype object or name.
+
+        Returns:
+            The constant.
+        """
         return cls(ConstantKind.DTYPE, dtype_name(dtype), None if type(dtype) is str else dtype)
 
     @classmethod
     def device(cls, device: object) -> Constant:
+        """A constant holding a device.
+
+        Args:
+            device: a device object or its string spelling (``"cpu"``, ``"cuda:0"``).
+
+        Returns:
+            The constant, printed as its string spelling.
+        """
         return cls(ConstantKind.DEVICE, str(device), None if type(device) is str else device)
 
     @classmethod
     def sym(cls, size: object) -> Constant:
-        """A symbolic size: a ``SymInt`` (kept live), or its text (``"2*s0 + 1"``)."""
+        """A symbolic size: a ``SymInt`` (kept live), or its text (``"2*s0 + 1"``).
+
+        Args:
+            size: a `SymInt`, or its text.
+
+        Returns:
+            The constant.
+        """
         return cls(ConstantKind.SYM, str(size), None if type(size) is str else size)
 
     def code(self) -> str:
-        """How the constant prints in a graph's code."""
+        """How the constant prints in a graph's code.
+
+        Returns:
+            The constant's code text.
+        """
         kind = self.kind
         if kind is ConstantKind.DTYPE:
             return f"dtype({self.text!r})"
@@ -80,7 +106,11 @@ class Constant:
         return self.text
 
     def live(self) -> object:
-        """The value to pass to a kernel, for every kind but ``SYM`` (evaluated at run)."""
+        """The value to pass to a kernel, for every kind but ``SYM`` (evaluated at run).
+
+        Returns:
+            The value.
+        """
         if self.value is not None or self.kind is ConstantKind.OPAQUE:
             return self.value
         if self.kind is ConstantKind.DTYPE:

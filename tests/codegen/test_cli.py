@@ -62,7 +62,10 @@ def test_gen_errors_are_lines_without_traceback(tmp_path: Path, yaml_file: YamlF
 def test_gen_missing_file(tmp_path: Path) -> None:
     done = customop("gen", str(tmp_path / "nope.yaml"), "--out", str(tmp_path))
     assert done.returncode == 1
-    assert done.stderr.startswith("customop: error: [Errno 2] No such file or directory")
+    assert done.stderr == (
+        f"customop: error: gen: the declaration file {str(tmp_path / 'nope.yaml')!r} does "
+        "not exist. The command reads the ops to generate from it. Check the path.\n"
+    )
     assert "Traceback" not in done.stderr
 
 
