@@ -25,6 +25,7 @@ from customop.dispatch._kernel import (
     user_stacklevel,
 )
 from customop.dispatch._keys import DispatchKey
+from customop.dispatch._changes import tell_changed
 from customop.dispatch._local import epoch
 from customop.dispatch._lookup import Lookup, OpLike
 from customop.dispatch._messages import (
@@ -149,6 +150,7 @@ class Dispatcher(Lookup):
             entry.push(record)
             entry.def_and_impl_count += 1
         entry.rebuild_keys(affected_keys(r.key for r in records), self._fallbacks)
+        tell_changed(self._listeners, entry.handle)
 
     def _drop_impls(self, entry: OperatorEntry, records: list[KernelRecord]) -> None:
         live = [record for record in reversed(records) if record.alive]
@@ -157,6 +159,7 @@ class Dispatcher(Lookup):
             entry.pop(record)
             entry.def_and_impl_count -= 1
         entry.rebuild_keys(affected_keys(r.key for r in live), self._fallbacks)
+        tell_changed(self._listeners, entry.handle)
 
     def _announce(self, entry: OperatorEntry) -> None:
         told: list[OperatorListener] = []
