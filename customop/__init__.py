@@ -4,6 +4,7 @@ The public surface is exactly ``__all__``; everything else lives in private
 modules. The guides are in the ``docs/`` folder.
 """
 
+from customop.autograd import gradcheck
 from customop.dispatch import DispatchKey
 from customop.dispatch import DispatchKeySet
 from customop.dispatch import Dispatcher
@@ -14,6 +15,7 @@ from customop.dispatch import exclude_keys
 from customop.dispatch import fallthrough
 from customop.dispatch import include_keys
 from customop.dispatch._global import dispatcher
+from customop.exceptions import AutogradError
 from customop.exceptions import CodegenError
 from customop.exceptions import DispatchKeyError
 from customop.exceptions import KernelOverrideWarning
@@ -37,6 +39,7 @@ from customop.library import library
 from customop.library import library_fragment
 from customop.library import library_impl
 from customop.library import ops
+from customop.library import register_autograd
 from customop.library import register_fake
 from customop.library import register_kernel
 from customop.schema import FunctionSchema
@@ -58,6 +61,7 @@ from customop.trace import trace
 __version__ = "0.1.0"
 
 __all__ = [
+    "AutogradError",
     "CodegenError",
     "CustomOpDef",
     "DebugCheckError",
@@ -94,6 +98,7 @@ __all__ = [
     "exclude_keys",
     "fallthrough",
     "get_ctx",
+    "gradcheck",
     "include_keys",
     "infer_schema",
     "library",
@@ -104,6 +109,7 @@ __all__ = [
     "ops",
     "parse_operator_name",
     "parse_schema",
+    "register_autograd",
     "register_backend",
     "register_fake",
     "register_kernel",

@@ -15,6 +15,8 @@ and each subclasses the builtin that a caller would catch anyway::
     │   └── OpCheckError                opcheck found an op that breaks its schema or fake impl
     ├── RuntimeError
     │   ├── RegistrationError           a registration that conflicts or is malformed
+    │   ├── AutogradError               a gradient that cannot be computed, or is malformed
+    │   │   └── GradcheckError          gradcheck found analytic and numeric gradients differ
     │   └── NotImplementedError
     │       └── MissingKernelError      a call whose dispatch key has no kernel
     └── Warning
@@ -28,8 +30,10 @@ value>. <why it matters>. <how to fix it>``.
 from __future__ import annotations
 
 __all__ = [
+    "AutogradError",
     "CodegenError",
     "DispatchKeyError",
+    "GradcheckError",
     "KernelOverrideWarning",
     "MissingKernelError",
     "OpCheckError",
@@ -78,6 +82,15 @@ class UnknownOperatorError(LookupError):
 
 class RegistrationError(RuntimeError):
     """A registration conflicts with an existing one or is malformed."""
+
+
+class AutogradError(RuntimeError):
+    """A gradient cannot be computed (no formula, untracked arithmetic), or a formula's
+    backward returned the wrong number or shape of gradients."""
+
+
+class GradcheckError(AutogradError):
+    """`gradcheck` found analytic gradients that differ from finite differences."""
 
 
 class MissingKernelError(NotImplementedError):

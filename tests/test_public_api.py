@@ -10,6 +10,7 @@ import customop
 
 PUBLIC = {
     "customop": [
+        "AutogradError",
         "CodegenError",
         "CustomOpDef",
         "DebugCheckError",
@@ -46,6 +47,7 @@ PUBLIC = {
         "exclude_keys",
         "fallthrough",
         "get_ctx",
+        "gradcheck",
         "include_keys",
         "infer_schema",
         "library",
@@ -56,10 +58,20 @@ PUBLIC = {
         "ops",
         "parse_operator_name",
         "parse_schema",
+        "register_autograd",
         "register_backend",
         "register_fake",
         "register_kernel",
         "trace",
+    ],
+    "customop.autograd": [
+        "AutogradContext",
+        "AutogradFormula",
+        "formula_of",
+        "grad",
+        "gradcheck",
+        "value_and_grad",
+        "vjp",
     ],
     "customop.dispatch": [
         "ArrayTypeInfo",
@@ -89,8 +101,10 @@ PUBLIC = {
         "local_keys",
     ],
     "customop.exceptions": [
+        "AutogradError",
         "CodegenError",
         "DispatchKeyError",
+        "GradcheckError",
         "KernelOverrideWarning",
         "MissingKernelError",
         "OpCheckError",
@@ -119,6 +133,7 @@ PUBLIC = {
         "library_fragment",
         "library_impl",
         "ops",
+        "register_autograd",
         "register_fake",
         "register_kernel",
     ],

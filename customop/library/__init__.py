@@ -1,5 +1,6 @@
 """Front-ends: `Library`, block decorators, ``ops``, ``@custom_op`` and kernel hooks."""
 
+from customop.library._autograd import register_autograd
 from customop.library._custom_op import CustomOpDef
 from customop.library._custom_op import custom_op
 from customop.library._debug import DebugCheckError
@@ -30,6 +31,7 @@ __all__ = [
     "library_fragment",
     "library_impl",
     "ops",
+    "register_autograd",
     "register_fake",
     "register_kernel",
 ]

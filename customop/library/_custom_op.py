@@ -18,6 +18,7 @@ from customop.dispatch import Dispatcher, DispatchKey, OperatorHandle, Registrat
 from customop.dispatch._global import dispatcher as default_dispatcher
 from customop.dispatch._kernel import caller_source
 from customop.exceptions import RegistrationError
+from customop.library._autograd import register_autograd_on
 from customop.library._checks import Check, attach_value_checks
 from customop.library._hooks import device_keys, register_fake_on, register_kernel_on
 from customop.library._library import Library
@@ -167,6 +168,25 @@ class CustomOpDef(Generic[P, R]):
             return register_fake_on(self._library, self._handle, fake)
 
         return register if fn is None else register(fn)
+
+    def register_autograd(
+        self,
+        backward: Callable[..., Any],
+        /,
+        *,
+        setup_context: Callable[..., Any] | None = None,
+    ) -> RegistrationHandle:
+        """Register the op's autograd formula (torch's ``register_autograd``).
+
+        Args:
+            backward: ``backward(ctx, *grads)``, one gradient per input.
+            setup_context: ``setup_context(ctx, inputs, output)``, run after the forward.
+
+        Returns:
+            The handle; removing it removes the formula.
+        """
+        self._guard()
+        return register_autograd_on(self._library, self._handle, backward, setup_context)
 
     def __repr__(self) -> str:
         state = " (replaced)" if self._replaced_by else ""

@@ -1,0 +1,151 @@
+"""The backward pass: cotangents from the outputs back to the leaves, node by node.
+
+First the nodes a cotangent reaches are found, and one without a formula
+stops everything before any backward runs. Then each reached node's formula
+runs, newest first, with zeros for outputs no gradient reached (torch's
+materialized grads); its result is checked (count, shape) and accumulated
+per input with the ``autograd::add`` op.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from customop.autograd._engine import Builtins
+from customop.autograd._tape import Node, Tape, Var
+from customop.exceptions import AutogradError
+from customop.tensor import FakeTensor
+
+__all__ = ["backward"]
+
+
+def _reached(roots: Sequence[Var]) -> set[Node]:
+    reached: set[Node] = set()
+    stack = [var.node for var in roots if var.node is not None]
+    while stack:
+        node = stack.pop()
+        if node in reached:
+            continue
+        reached.add(node)
+        for tracked in node.in_vars.values():
+            items: list[Var | None] = tracked if isinstance(tracked, list) else [tracked]
+            for item in items:
+                if item is not None and item.node is not None and item.node not in reached:
+                    stack.append(item.node)
+    return reached
+
+
+def _check_formulas(tape: Tape, reached: set[Node], api: str) -> None:
+    for node in tape.nodes:
+        if node in reached and node.formula is None:
+            short = node.name.split("::", 1)[-1]
+            raise AutogradError(
+                f"{api}: a gradient flows through {node.name!r}, which has no autograd formula. "
+                "customop differentiates op by op, and this op's kernel says nothing about "
+                f"its gradient. Register one with {short}.register_autograd(backward, "
+                f"setup_context=...) or customop.register_autograd({node.name!r}, ...), or "
+                "make the op CompositeImplicitAutograd over ops that have formulas."
+            )
+
+
+def backward(
+    tape: Tape, builtins: Builtins, roots: Sequence[tuple[Var, Any]], api: str
+) -> dict[Var, Any]:
+    """Run the formulas from ``roots`` (``(var, cotangent)``); the gradients of the leaves."""
+    reached = _reached([var for var, _ in roots])
+    _check_formulas(tape, reached, api)
+    grads: dict[Var, Any] = {}
+    for var, cotangent in roots:
+        _accumulate(grads, var, cotangent, builtins)
+    for node in reversed(tape.nodes):
+        if node not in reached:
+            continue
+        out_grads = [None if out is None else grads.pop(out, None) for out in node.out_vars]
+        if all(grad is None for grad in out_grads):
+            continue  # nothing reached this node: its contribution is zero
+        for index, out in enumerate(node.out_vars):
+            if out is not None and out_grads[index] is None:
+                out_grads[index] = builtins.zeros_like(node.outputs[index])
+        results = _run_formula(node, out_grads)
+        for index in node.in_vars:
+            _send(grads, node, index, results[index], builtins)
+    return {var: grad for var, grad in grads.items() if var.node is None}
+
+
+def _run_formula(node: Node, out_grads: list[Any]) -> tuple[Any, ...]:
+    formula = node.formula
+    assert formula is not None  # checked for every reached node before any backward ran
+    try:
+        result = formula.backward(node.ctx, *out_grads)
+    except Exception as error:
+        if any(isinstance(grad, FakeTensor) for grad in out_grads):
+            raise AutogradError(
+                f"trace: the backward of {node.name!r} cannot be traced: it raised "
+                f"{type(error).__name__}: {str(error)[:200]}. A traced backward runs on fake "
+                "tensors, which plain array code (numpy, ...) cannot compute with. Write "
+                f"{node.name}'s backward with customop ops."
+            ) from error
+        raise
+    results = tuple(result) if isinstance(result, tuple | list) else (result,)
+    expected = len(node.inputs)
+    if len(results) != expected:
+        names = ", ".join(arg.name for arg in node.op.schema.arguments)
+        raise AutogradError(
+            f"{node.name}: backward returned {len(results)} gradient(s), expected {expected}: "
+            f"one per input ({names}). Gradients are matched to inputs by position. Return a "
+            "tuple with one entry per input, None for inputs without a gradient."
+        )
+    return results
+
+
+def _send(grads: dict[Var, Any], node: Node, index: int, grad: Any, builtins: Builtins) -> None:
+    var = node.in_vars[index]
+    if grad is None or var is None:
+        return
+    name = node.op.schema.arguments[index].name
+    if isinstance(var, list):
+        if not isinstance(grad, list | tuple) or len(grad) != len(var):
+            raise AutogradError(
+                f"{node.name}: backward returned {type(grad).__name__} for list input {name!r} "
+                f"of {len(var)} tensors. A Tensor[] input takes one gradient per tensor. Return "
+                "a list of that length (None for entries without one)."
+            )
+        for position, (item_var, item) in enumerate(zip(var, grad, strict=True)):
+            if item_var is not None and item is not None:
+                _check_shape(node, f"{name}[{position}]", item, node.inputs[index][position])
+                _accumulate(grads, item_var, item, builtins)
+        return
+    _check_shape(node, name, grad, node.inputs[index])
+    _accumulate(grads, var, grad, builtins)
+
+
+def _check_shape(node: Node, name: str, grad: Any, value: Any) -> None:
+    shape = getattr(grad, "shape", None)
+    expected = tuple(value.shape)
+    if shape is None or not _same_shape(tuple(shape), expected):
+        got = "no shape" if shape is None else f"shape {tuple(shape)}"
+        raise AutogradError(
+            f"{node.name}: backward returned a gradient with {got} for input {name!r} of shape "
+            f"{expected}. A gradient has its input's shape. Reduce or reshape it in the "
+            "backward (for a broadcast input, sum over the broadcast dimensions)."
+        )
+
+
+def _same_shape(left: tuple[Any, ...], right: tuple[Any, ...]) -> bool:
+    if len(left) != len(right):
+        return False
+    for a, b in zip(left, right, strict=True):
+        if a is b:
+            continue
+        try:
+            if not bool(a == b):
+                return False
+        except Exception:  # an undecidable symbolic size: the fake run cannot tell
+            continue
+    return True
+
+
+def _accumulate(grads: dict[Var, Any], var: Var, grad: Any, builtins: Builtins) -> None:
+    found = grads.get(var)
+    grads[var] = grad if found is None else builtins.add(found, grad)
