@@ -29,7 +29,7 @@ import torch
 from customop.dispatch import DispatchKey, DispatchKeySet, OperatorHandle
 from customop.exceptions import RegistrationError
 from customop.schema import FunctionSchema
-from customop.torch._autograd import formula_keys, register_formula
+from customop.torch._autograd import has_formula, register_formula
 from customop.torch._fake import fake_trampoline
 
 __all__ = ["BACKEND_KEYS", "TorchMirror", "mutated_positions"]
@@ -102,7 +102,7 @@ class TorchMirror:
             for key in _KERNEL_KEYS
             if entry.top(key) is not None and not (key is DispatchKey.Meta and has_fake)
         )
-        return (keys, has_fake, formula_keys(self.handle))
+        return (keys, has_fake, has_formula(self.handle))
 
     def sync(self) -> None:
         """Make torch's kernels, fake and formula follow which ones customop has now."""
@@ -138,7 +138,7 @@ class TorchMirror:
                 fake_trampoline(self.handle),
                 lib=lib,
             )
-        if formula is not None:
+        if formula:
             register_formula(self, lib)
         positions, names = mutated_positions(self.schema)
         if positions or names:
