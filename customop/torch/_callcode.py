@@ -43,7 +43,7 @@ from customop.library._callgen import can_generate, items_checkable, python_defa
 from customop.library._checks import argument_type_error
 from customop.library._overload import bind_overload
 from customop.schema import FunctionSchema
-from customop.torch._mirror import BACKEND_KEYS, TorchMirror, mutated_positions
+from customop.torch._mirror import BACKEND_INDICES, BACKEND_KEYS, TorchMirror, mutated_positions
 
 __all__ = ["TorchCall"]
 
@@ -53,7 +53,6 @@ _EMPTY: Final[list[Any]] = [object()]  # matches no local-keys value: first call
 _dynamo: Final = torch.compiler.is_dynamo_compiling
 _dispatch_modes: Final = _C._len_torch_dispatch_stack
 _function_modes: Final = _C._is_torch_function_mode_enabled
-_functorch: Final = _C._are_functorch_transforms_active
 _grad_enabled: Final = _C.is_grad_enabled
 _bump: Final = _C._increment_version
 
@@ -130,7 +129,7 @@ class TorchCall:
             "_co_map": map,
             "_co_dstack": _dispatch_modes,
             "_co_fmode": _function_modes,
-            "_co_functorch": _functorch,
+            "_co_htf": _C._has_torch_function_variadic,
             "_co_grad": _grad_enabled,
             "_co_bump": _bump,
             "_co_bump_list": _bump_list,
@@ -201,27 +200,34 @@ class TorchCall:
         # The local keys first: the empty entry fails there, before indexing past its end.
         tests = ["(_co_c[0] is _co_state.default or _co_c[0] is _co_local())"]
         tests += [f"_co_type({name}) is _co_c[{i + 1}]" for i, name in enumerate(names)]
-        first = len(names) + 2
+        first = len(names) + 3
         tests += [
             f"_co_tuple(_co_map(_co_type, {names[i]})) == _co_c[{first + j}]"
             for j, i in enumerate(self.lists)
         ]
         tests += ["not _co_extra", "not _co_unknown"]
-        tests += ["not _co_dstack()", "not _co_fmode()", "not _co_functorch()"]
-        grads, cpus = [], []
+        grads, cpus, direct = [], [], []
         for index, kind in self.tensors:
             name = names[index]
             if kind == "tensor":
+                direct.append(name)
                 grads.append(f"{name}.requires_grad")
                 cpus.append(f"{name}.is_cpu")
             elif kind == "optional":
+                direct.append(name)
                 grads.append(f"({name} is not None and {name}.requires_grad)")
                 cpus.append(f"({name} is None or {name}.is_cpu)")
             else:
                 grads.append(f"_co_any_grad({name})")
                 cpus.append(f"_co_all_cpu({name})")
+        # torch function modes: has_torch_function of the tensors says so (and is cheaper
+        # than asking for the mode stack); with list arguments only, ask directly.
+        tests.append(f"not _co_htf({', '.join(direct)})" if direct else "not _co_fmode()")
+        tests.append("not _co_dstack()")
         tests.append(f"(not ({' or '.join(grads)}) or not _co_grad())")
-        tests += cpus
+        # The kernel of a cached entry serves every device when customop's table has one
+        # kernel for all backends (entry's `uniform`), else only cpu tensors.
+        tests.append(f"(_co_c[{len(names) + 2}] or ({' and '.join(cpus)}))")
         return tests
 
     def _bumps(self) -> list[str]:
@@ -255,10 +261,10 @@ class TorchCall:
         if not self._eager_ok(tensors):
             return self.mirror.torch_op(*args, **kwargs)
         token = epoch.token
-        kernel = self._kernel(values)
-        if self.fast and all(t.is_cpu for t in tensors) and self.plain.is_current:
+        kernel, uniform = self._kernel(values)
+        if self.fast and (uniform or all(t.is_cpu for t in tensors)) and self.plain.is_current:
             items = [tuple(map(type, values[i])) for i in self.lists]
-            entry = [LOCAL_KEYS.get(), *map(type, values), kernel, *items]
+            entry = [LOCAL_KEYS.get(), *map(type, values), kernel, uniform, *items]
             epoch.fill(token, self, entry)
         result = kernel(*args, **kwargs)
         for index in self.mutated:
@@ -306,19 +312,22 @@ class TorchCall:
     def _eager_ok(tensors: list[Any]) -> bool:
         if not all(type(t) is _TENSOR for t in tensors):
             return False
-        if _dispatch_modes() or _function_modes() or _functorch():
+        if _dispatch_modes() or _function_modes():
             return False
         return not (_grad_enabled() and any(t.requires_grad for t in tensors))
 
-    def _kernel(self, values: tuple[Any, ...]) -> Callable[..., Any]:
-        """customop's kernel for these tensors' backend, without its autograd keys."""
+    def _kernel(self, values: tuple[Any, ...]) -> tuple[Callable[..., Any], bool]:
+        """customop's kernel for these tensors' backend (not its autograd keys), and
+        whether every backend has that kernel (a CompositeExplicitAutograd body)."""
         handle = self.handle
         table, mask, extract = handle._state
         bits = extract(values, {}) & mask & BACKEND_KEYS.bits
-        fn, boxed = table[bits.bit_length() - 1]
+        slot = table[bits.bit_length() - 1]
+        uniform = all(table[index] is slot for index in BACKEND_INDICES)
+        fn, boxed = slot
         if boxed:
-            return partial(fn, handle, keyset_from_bits(bits))
-        return fn  # type: ignore[no-any-return]
+            return partial(fn, handle, keyset_from_bits(bits)), False
+        return fn, uniform
 
     def _split(self, values: tuple[Any, ...]) -> tuple[tuple[Any, ...], dict[str, Any]]:
         npos = self.npos

@@ -32,7 +32,7 @@ from customop.schema import FunctionSchema
 from customop.torch._autograd import has_formula, register_formula
 from customop.torch._fake import fake_trampoline
 
-__all__ = ["BACKEND_KEYS", "TorchMirror", "mutated_positions"]
+__all__ = ["BACKEND_INDICES", "BACKEND_KEYS", "TorchMirror", "mutated_positions"]
 
 #: customop keys mirrored as torch kernels, with torch's name for each.
 _KERNEL_KEYS: Final = (
@@ -45,6 +45,11 @@ _KERNEL_KEYS: Final = (
 )
 #: The runtime backend keys: what a trampoline keeps of customop's keys for a call.
 BACKEND_KEYS: Final = DispatchKeySet(*(key for key in DispatchKey if key.is_backend))
+#: Table indices of the backend keys: one kernel in all of them serves every device.
+BACKEND_INDICES: Final = tuple(
+    DispatchKeySet(key).bits.bit_length() - 1 for key in DispatchKey if key.is_backend
+)
+_FIRST: Final = BACKEND_INDICES[0]
 
 
 def _tag(name: str) -> Any:
@@ -129,9 +134,8 @@ class TorchMirror:
         name = self.schema.name
         assert name is not None
         impl_name = f"{name.name}.{name.overload}" if name.overload else name.name
-        kernel = _backend_trampoline(self.handle)
         for key in keys:
-            lib.impl(impl_name, kernel, key.name)
+            lib.impl(impl_name, _backend_trampoline(self.handle, key), key.name)
         if has_fake:
             torch.library.register_fake(
                 f"{self.qualname}.{self.overload}" if name.overload else self.qualname,
@@ -183,16 +187,35 @@ def _bump_all(bump: Callable[[Any], None], value: Any) -> None:
         bump(tuple(t for t in value if t is not None))
 
 
-def _backend_trampoline(handle: OperatorHandle) -> Callable[..., Any]:
-    """torch's kernel for every mirrored key: customop's current backend kernel."""
-    keys_of = handle.dispatch_keyset
-    redispatch = handle.redispatch
-    backend = BACKEND_KEYS
+def _backend_trampoline(handle: OperatorHandle, key: DispatchKey) -> Callable[..., Any]:
+    """torch's kernel for ``key``: customop's current kernel for the same backend.
 
-    def kernel(*args: Any, **kwargs: Any) -> Any:
-        return redispatch(keys_of(*args, **kwargs) & backend, *args, **kwargs)
+    A backend key's trampoline reads customop's slot of that key. The
+    Composite ones serve every backend: when customop's table has one kernel
+    for all backends (a CompositeExplicitAutograd body) any slot will do,
+    else the call's own backend keys pick it.
+    """
+    if key.is_backend:
+        index = DispatchKeySet(key).bits.bit_length() - 1
+        keyset = DispatchKeySet(key)
 
-    kernel.__name__ = kernel.__qualname__ = f"customop_{handle.name.name}"
+        def kernel(*args: Any, **kwargs: Any) -> Any:
+            fn, boxed = handle._state[0][index]
+            if boxed:
+                return fn(handle, keyset, *args, **kwargs)
+            return fn(*args, **kwargs)
+
+    else:
+        keys_of = handle.dispatch_keyset
+        redispatch = handle.redispatch
+        backend = BACKEND_KEYS
+
+        def kernel(*args: Any, **kwargs: Any) -> Any:
+            table = handle._state[0]
+            fn, boxed = slot = table[_FIRST]
+            if not boxed and all(table[i] is slot for i in BACKEND_INDICES):
+                return fn(*args, **kwargs)
+            return redispatch(keys_of(*args, **kwargs) & backend, *args, **kwargs)
+
+    kernel.__name__ = kernel.__qualname__ = f"customop_{handle.name.name}_{key.name}"
     return kernel
-
-
