@@ -287,8 +287,9 @@ class TorchCall:
     ) -> Any:
         positional = list(values[: self.npos])
         keywords = {}
-        if MISSING in positional:
-            cut = positional.index(MISSING)
+        missing = [i for i, v in enumerate(positional) if v is MISSING]
+        if missing:
+            cut = missing[0]
             keywords = {
                 self.names[i]: v for i, v in enumerate(positional) if i > cut and v is not MISSING
             }
