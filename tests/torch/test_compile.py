@@ -83,6 +83,7 @@ def test_backends(add: Any, backend: str, dynamic: bool | None) -> None:
 
 # Importing inductor runs torch.jit.script_method, which torch 2.13 itself deprecates.
 @pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")
+@pytest.mark.slow  # one inductor compile: C++ codegen takes 30-80 s on 2 shared cores
 def test_inductor(add: Any) -> None:
     def fn(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         return add(x, y).cos() + 1
