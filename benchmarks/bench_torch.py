@@ -75,7 +75,7 @@ SCHEMA14 = (
 )
 
 
-def kernel14(
+def kernel14(  # noqa: PLR0917 -- the 14 positional parameters pytorch#177109 measures
     q: Any,
     k: Any,
     v: Any,
@@ -109,7 +109,9 @@ def two_arg_calls() -> Timed:
 
     customop.torch.register(f)
     ops = customop.ops
-    torch_f = torch.library.custom_op("benchtc::f", cloning, mutates_args=(), schema="(Tensor x, Tensor y) -> Tensor")
+    torch_f = torch.library.custom_op(
+        "benchtc::f", cloning, mutates_args=(), schema="(Tensor x, Tensor y) -> Tensor"
+    )
     lib = torch.library.Library("benchtl", "DEF")
     lib.define("g(Tensor x, Tensor y) -> Tensor")
     lib.impl("g", kernel, "CPU")
@@ -122,7 +124,7 @@ def two_arg_calls() -> Timed:
         "customop op object  f(x, y)": (lambda: f(t, t), 20_000),
         "customop inline     customop.ops.benchct.f(x, y)": (lambda: ops.benchct.f(t, t), 20_000),
         "customop op inline  torch.ops.benchct.f(x, y)": (lambda: torch.ops.benchct.f(t, t), 2_000),
-        CLONE: (lambda: t.clone(), 4_000),
+        CLONE: (t.clone, 4_000),
         "torch.library.custom_op  f(x, y)": (lambda: torch_f(t, t), 1_000),
         "torch Library op (define + impl)": (lambda: g(t, t), 4_000),
     }
@@ -155,11 +157,15 @@ def grad_calls() -> Timed:
     def mul(x: Any, y: Any) -> Any:
         return x * y
 
-    op = customop.custom_op("benchct::mul", mul, mutates_args=(), schema="(Tensor x, Tensor y) -> Tensor")
+    op = customop.custom_op(
+        "benchct::mul", mul, mutates_args=(), schema="(Tensor x, Tensor y) -> Tensor"
+    )
     op.register_fake(lambda x, y: customop.empty_like(x))
     op.register_autograd(backward, setup_context=setup_context)
     customop.torch.register(op)
-    torch_op = torch.library.custom_op("benchtc::mul", mul, mutates_args=(), schema="(Tensor x, Tensor y) -> Tensor")
+    torch_op = torch.library.custom_op(
+        "benchtc::mul", mul, mutates_args=(), schema="(Tensor x, Tensor y) -> Tensor"
+    )
     torch_op.register_autograd(backward, setup_context=setup_context)
     x = torch.ones(4, requires_grad=True)
     y = torch.ones(4)
@@ -189,8 +195,14 @@ def main() -> None:
         base = floor14 if name.startswith("14 args") else floor
         shown = f"{value / base:>10.2f}" if not name.startswith("grad") else f"{'':>10}"
         print(f"{name:<56} {value:>9.0f} {shown}")
-    obj, inline = ns["customop op object  f(x, y)"], ns["customop inline     customop.ops.benchct.f(x, y)"]
-    custom_op, library = ns["torch.library.custom_op  f(x, y)"], ns["torch Library op (define + impl)"]
+    obj, inline = (
+        ns["customop op object  f(x, y)"],
+        ns["customop inline     customop.ops.benchct.f(x, y)"],
+    )
+    custom_op, library = (
+        ns["torch.library.custom_op  f(x, y)"],
+        ns["torch Library op (define + impl)"],
+    )
     f14 = ns["14 args: customop.ops.benchct.f14(...)"]
     print(
         f"\ntargets (fast path): object {obj / floor:.2f}x, inline {inline / floor:.2f}x the "
@@ -202,7 +214,9 @@ def main() -> None:
         f"{ns['14 args: torch.library.custom_op'] / f14:.0f}x faster than torch custom_op"
     )
     fwd = ns["grad: customop op forward"] / ns["grad: torch custom_op forward"]
-    both = ns["grad: customop op forward + backward"] / ns["grad: torch custom_op forward + backward"]
+    both = (
+        ns["grad: customop op forward + backward"] / ns["grad: torch custom_op forward + backward"]
+    )
     print(
         f"with grad inputs: forward {fwd:.2f}x, forward + backward {both:.2f}x torch "
         "custom_op's cost (<= 1x)"

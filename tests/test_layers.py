@@ -86,9 +86,8 @@ def test_only_runtime_dependencies_at_module_level(path: Path) -> None:
 
 
 def test_import_customop_imports_no_optional_package() -> None:
-    code = "import sys, customop; print(sorted(set(sys.modules) & {%s}))" % ", ".join(
-        repr(name) for name in sorted(OPTIONAL)
-    )
+    names = ", ".join(repr(name) for name in sorted(OPTIONAL))
+    code = f"import sys, customop; print(sorted(set(sys.modules) & {{{names}}}))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
 

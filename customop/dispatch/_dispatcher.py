@@ -14,6 +14,7 @@ from functools import partial
 from typing import Literal, TypeAlias, final
 from weakref import WeakValueDictionary
 
+from customop.dispatch._changes import tell_changed
 from customop.dispatch._entry import EmptyState, OperatorEntry, empty_state
 from customop.dispatch._handles import RegistrationHandle
 from customop.dispatch._kernel import (
@@ -25,7 +26,6 @@ from customop.dispatch._kernel import (
     user_stacklevel,
 )
 from customop.dispatch._keys import DispatchKey
-from customop.dispatch._changes import tell_changed
 from customop.dispatch._local import epoch
 from customop.dispatch._lookup import Lookup, OpLike
 from customop.dispatch._messages import (

@@ -13,8 +13,8 @@ from typing import Any
 from customop.dispatch import Dispatcher, DispatchKeySet, OperatorHandle
 from customop.exceptions import RegistrationError
 from customop.library._binding import python_signature
-from customop.library._callhooks import adopt_overload
 from customop.library._callgen import CallSite, can_generate, compile_call, python_default
+from customop.library._callhooks import adopt_overload
 from customop.library._checks import Check, attached_value_checks, is_tensor_check
 from customop.library._resolve import choose_overload
 from customop.schema import FunctionSchema, OperatorName

@@ -175,7 +175,7 @@ def _to_size(api: str, size: object, shape: object) -> IntLike:
             )
         return size
     if f"{type(size).__module__}.{type(size).__qualname__}" in FOREIGN_SIZES:
-        return size  # another system's symbolic size, kept for that system's arrays
+        return size  # type: ignore[return-value]  # another system's SymInt, kept as it is
     number = as_int(size)
     if number is None:
         raise TypeError(

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 
 __all__ = ["has_formula", "register_formula"]
 
+_library: Any = torch.library  # untyped for mypy
+
 
 def has_formula(handle: OperatorHandle) -> bool:
     """Whether the op has a customop autograd formula now."""
@@ -48,4 +50,4 @@ def register_formula(mirror: TorchMirror, lib: Any) -> None:
         return formula.backward(ctx, *grads)
 
     backward.__name__ = f"customop_backward_{handle.name.name}"
-    torch.library.register_autograd(name, backward, setup_context=setup_context, lib=lib)
+    _library.register_autograd(name, backward, setup_context=setup_context, lib=lib)

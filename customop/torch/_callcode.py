@@ -161,13 +161,10 @@ class TorchCall:
     # -- code ---------------------------------------------------------------------
 
     def _compile(self) -> Callable[..., Any]:
-        if not can_generate(self.schema):
-            source = _GENERIC_TEMPLATE
-        else:
-            source = self._render()
+        source = self._render() if can_generate(self.schema) else _GENERIC_TEMPLATE
         filename = f"<customop torch {self.schema.name}>"
         code = compile(source, filename, "exec")
-        exec(code, self.namespace)  # noqa: S102 -- our template, the schema's identifier names
+        exec(code, self.namespace)
         lines = source.splitlines(keepends=True)
         linecache.cache[filename] = (len(source), None, lines, filename)
         function: Callable[..., Any] = self.namespace.pop("__call__")
@@ -245,7 +242,9 @@ class TorchCall:
 
     # -- the slow path --------------------------------------------------------------
 
-    def route(self, values: tuple[Any, ...], extra: tuple[Any, ...], unknown: dict[str, Any]) -> Any:
+    def route(
+        self, values: tuple[Any, ...], extra: tuple[Any, ...], unknown: dict[str, Any]
+    ) -> Any:
         """A call the fast path did not take: customop's, the kernel's, or torch's."""
         if extra or unknown or any(v is MISSING for v in values):
             return self._customop(values, extra, unknown)
@@ -277,7 +276,9 @@ class TorchCall:
         """The slow path of ops whose arguments cannot be Python parameters."""
         flat = [*args, *kwargs.values()]
         found = [v for v in flat if isinstance(v, _TENSOR)]
-        found += [t for v in flat if isinstance(v, list | tuple) for t in v if isinstance(t, _TENSOR)]
+        found += [
+            t for v in flat if isinstance(v, list | tuple) for t in v if isinstance(t, _TENSOR)
+        ]
         if found:
             return self.mirror.torch_op(*args, **kwargs)
         return self.plain(*args, **kwargs)

@@ -35,8 +35,10 @@ __all__ = ["TORCH_FAKES", "fake_trampoline"]
 _FAKE: Final = DispatchKeySet(DispatchKey.Fake)
 
 
+# NOTE: ShapeEnv is final for customop's own code; this subclass is how customop.get_ctx()
+# (which asks the active fake factory for its ShapeEnv) hands out torch's sizes instead.
 @final
-class _TorchShapeEnv(ShapeEnv):
+class _TorchShapeEnv(ShapeEnv):  # type: ignore[misc]
     """Sizes for ``get_ctx().new_dynamic_size()``: torch's unbacked SymInts."""
 
     __slots__ = ()

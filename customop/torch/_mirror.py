@@ -52,6 +52,10 @@ BACKEND_INDICES: Final = tuple(
 _FIRST: Final = BACKEND_INDICES[0]
 
 
+#: torch.library, untyped for mypy (its functions are not annotated).
+_library: Any = torch.library
+
+
 def _tag(name: str) -> Any:
     return getattr(torch.Tag, name, None)
 
@@ -76,7 +80,7 @@ class TorchMirror:
         self.schema = schema
         self.qualname = f"{schema.name.namespace}::{schema.name.name}"
         self.overload = schema.name.overload or "default"
-        self._def_lib = torch.library.Library(schema.namespace, "FRAGMENT")
+        self._def_lib: Any = _library.Library(schema.namespace, "FRAGMENT")
         self._impl_lib: Any = None
         self._wanted: tuple[object, ...] | None = None
         text = str(schema).split("::", 1)[1]
@@ -119,7 +123,7 @@ class TorchMirror:
         if old is not None:
             old._destroy()
         self._wanted = None
-        lib = torch.library.Library(self.schema.namespace, "FRAGMENT")
+        lib = _library.Library(self.schema.namespace, "FRAGMENT")
         try:
             self._register(lib, keys, has_fake, formula)  # type: ignore[arg-type]
         except BaseException:
@@ -137,7 +141,7 @@ class TorchMirror:
         for key in keys:
             lib.impl(impl_name, _backend_trampoline(self.handle, key), key.name)
         if has_fake:
-            torch.library.register_fake(
+            _library.register_fake(
                 f"{self.qualname}.{self.overload}" if name.overload else self.qualname,
                 fake_trampoline(self.handle),
                 lib=lib,

@@ -256,9 +256,9 @@ def register(target: object, *, dispatcher: Dispatcher | None = None) -> Registr
         registry.want(key)
         try:
             for entry in list(d._entries.values()):
-                if entry.schema is not None and registry.wants(entry.name):
-                    if entry.name not in registry.live:
-                        registry.mirror(entry.handle)
+                wanted = entry.schema is not None and registry.wants(entry.name)
+                if wanted and entry.name not in registry.live:
+                    registry.mirror(entry.handle)
         except BaseException:
             registry.unwant(key)
             raise

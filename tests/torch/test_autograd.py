@@ -28,7 +28,10 @@ def _linear(x: Any, w: Any) -> Any:
 
 def _customop_linear(ns: str, dispatcher: Dispatcher, track: list[Any]) -> Any:
     op = customop.custom_op(
-        f"{ns}::linear", _linear, mutates_args=(), schema="(Tensor x, Tensor w) -> Tensor",
+        f"{ns}::linear",
+        _linear,
+        mutates_args=(),
+        schema="(Tensor x, Tensor w) -> Tensor",
         dispatcher=dispatcher,
     )
     op.register_fake(lambda x, w: customop.new_empty(x, (x.shape[0], w.shape[1])))
@@ -77,9 +80,14 @@ def test_grads_equal_torch_custom_op(ns: str, dispatcher: Dispatcher, track: lis
     reference._lib._destroy()
 
 
-def test_formula_registered_later_reaches_torch(ns: str, dispatcher: Dispatcher, track: list[Any]) -> None:
+def test_formula_registered_later_reaches_torch(
+    ns: str, dispatcher: Dispatcher, track: list[Any]
+) -> None:
     op = customop.custom_op(
-        f"{ns}::double", lambda x: x * 2, mutates_args=(), schema="(Tensor x) -> Tensor",
+        f"{ns}::double",
+        lambda x: x * 2,
+        mutates_args=(),
+        schema="(Tensor x) -> Tensor",
         dispatcher=dispatcher,
     )
     track += [op, customop.torch.register(op)]

@@ -49,7 +49,10 @@ def counted(ns: str, dispatcher: Dispatcher, track: list[Any]) -> tuple[Any, lis
         return x + y
 
     op = customop.custom_op(
-        f"{ns}::add", body, mutates_args=(), schema="(Tensor x, Tensor y) -> Tensor",
+        f"{ns}::add",
+        body,
+        mutates_args=(),
+        schema="(Tensor x, Tensor y) -> Tensor",
         dispatcher=dispatcher,
     )
     op.register_fake(lambda x, y: customop.empty_like(x))
@@ -58,7 +61,9 @@ def counted(ns: str, dispatcher: Dispatcher, track: list[Any]) -> tuple[Any, lis
     return op, calls
 
 
-def test_fast_path_runs_the_kernel_without_torch_dispatch(counted: tuple[Any, list[int]], ns: str) -> None:
+def test_fast_path_runs_the_kernel_without_torch_dispatch(
+    counted: tuple[Any, list[int]], ns: str
+) -> None:
     op, calls = counted
     x, y = torch.ones(2), torch.ones(2)
     op(x, y)  # fills the cache
@@ -88,10 +93,15 @@ def test_subclass_goes_through_torch(counted: tuple[Any, list[int]], ns: str) ->
     assert len(calls) == 1
 
 
-def test_grad_inputs_go_through_torch_autograd(ns: str, dispatcher: Dispatcher, track: list[Any]) -> None:
+def test_grad_inputs_go_through_torch_autograd(
+    ns: str, dispatcher: Dispatcher, track: list[Any]
+) -> None:
     op = customop.custom_op(
-        f"{ns}::mul", lambda x, y: x * y, mutates_args=(),
-        schema="(Tensor x, Tensor y) -> Tensor", dispatcher=dispatcher,
+        f"{ns}::mul",
+        lambda x, y: x * y,
+        mutates_args=(),
+        schema="(Tensor x, Tensor y) -> Tensor",
+        dispatcher=dispatcher,
     )
     track.append(op)
     track.append(customop.torch.register(op))
@@ -110,7 +120,10 @@ def test_mutated_arguments_bump_the_version(
         x.fill_(value)  # the kernel runs under torch's version counting too: count once more
 
     op = customop.custom_op(
-        f"{ns}::fill", fill, mutates_args=("x",), schema="(Tensor(a0!) x, float value) -> ()",
+        f"{ns}::fill",
+        fill,
+        mutates_args=("x",),
+        schema="(Tensor(a0!) x, float value) -> ()",
         dispatcher=dispatcher,
     )
     op.register_fake(lambda x, value: None)

@@ -21,8 +21,11 @@ def _passes(op: Any, args: tuple[Any, ...]) -> None:
 
 def test_plain_op(ns: str, dispatcher: Dispatcher, track: list[Any]) -> None:
     op = customop.custom_op(
-        f"{ns}::scale", lambda x, s: x * s, mutates_args=(),
-        schema="(Tensor x, float s) -> Tensor", dispatcher=dispatcher,
+        f"{ns}::scale",
+        lambda x, s: x * s,
+        mutates_args=(),
+        schema="(Tensor x, float s) -> Tensor",
+        dispatcher=dispatcher,
     )
     op.register_fake(lambda x, s: customop.empty_like(x))
     track += [op, customop.torch.register(op)]
@@ -34,7 +37,10 @@ def test_mutating_op(ns: str, dispatcher: Dispatcher, track: list[Any]) -> None:
         x.add_(y)
 
     op = customop.custom_op(
-        f"{ns}::add_", add_, mutates_args=("x",), schema="(Tensor(a0!) x, Tensor y) -> ()",
+        f"{ns}::add_",
+        add_,
+        mutates_args=("x",),
+        schema="(Tensor(a0!) x, Tensor y) -> ()",
         dispatcher=dispatcher,
     )
     op.register_fake(lambda x, y: None)
@@ -44,8 +50,11 @@ def test_mutating_op(ns: str, dispatcher: Dispatcher, track: list[Any]) -> None:
 
 def test_data_dependent_output_size(ns: str, dispatcher: Dispatcher, track: list[Any]) -> None:
     op = customop.custom_op(
-        f"{ns}::positive", lambda x: x[x > 0], mutates_args=(),
-        schema="(Tensor x) -> Tensor", dispatcher=dispatcher,
+        f"{ns}::positive",
+        lambda x: x[x > 0],
+        mutates_args=(),
+        schema="(Tensor x) -> Tensor",
+        dispatcher=dispatcher,
     )
 
     @op.register_fake
@@ -59,8 +68,11 @@ def test_data_dependent_output_size(ns: str, dispatcher: Dispatcher, track: list
 
 def test_op_with_autograd_formula(ns: str, dispatcher: Dispatcher, track: list[Any]) -> None:
     op = customop.custom_op(
-        f"{ns}::mul", lambda x, y: x * y, mutates_args=(),
-        schema="(Tensor x, Tensor y) -> Tensor", dispatcher=dispatcher,
+        f"{ns}::mul",
+        lambda x, y: x * y,
+        mutates_args=(),
+        schema="(Tensor x, Tensor y) -> Tensor",
+        dispatcher=dispatcher,
     )
     op.register_fake(lambda x, y: customop.empty_like(x))
 
@@ -77,10 +89,15 @@ def test_op_with_autograd_formula(ns: str, dispatcher: Dispatcher, track: list[A
     _passes(getattr(torch.ops, ns).mul.default, (x, y))
 
 
-def test_wrong_fake_fails_faketensor_check(ns: str, dispatcher: Dispatcher, track: list[Any]) -> None:
+def test_wrong_fake_fails_faketensor_check(
+    ns: str, dispatcher: Dispatcher, track: list[Any]
+) -> None:
     op = customop.custom_op(
-        f"{ns}::double", lambda x: torch.cat([x, x]), mutates_args=(),
-        schema="(Tensor x) -> Tensor", dispatcher=dispatcher,
+        f"{ns}::double",
+        lambda x: torch.cat([x, x]),
+        mutates_args=(),
+        schema="(Tensor x) -> Tensor",
+        dispatcher=dispatcher,
     )
     op.register_fake(lambda x: customop.empty_like(x))  # wrong: the output is twice as long
     track += [op, customop.torch.register(op)]

@@ -30,22 +30,24 @@ def _compiles(fn: Any, *args: Any) -> None:
 def test_bitsandbytes_define_register_fake_register_kernel(ns: str, track: list[Any]) -> None:
     lib = customop.Library(ns, "FRAGMENT")
     track.append(lib)
-    lib.define("dequantize(Tensor A, Tensor absmax, int blocksize, ScalarType dtype) -> Tensor")
+    lib.define(
+        "dequantize(Tensor packed, Tensor absmax, int blocksize, ScalarType dtype) -> Tensor"
+    )
 
-    def fake(A: Any, absmax: Any, blocksize: int, dtype: Any) -> Any:
-        return customop.empty_like(A, dtype=dtype)
+    def fake(packed: Any, absmax: Any, blocksize: int, dtype: Any) -> Any:
+        return customop.empty_like(packed, dtype=dtype)
 
-    def kernel(A: Any, absmax: Any, blocksize: int, dtype: Any) -> Any:
-        scale = absmax.repeat_interleave(blocksize)[: A.numel()].reshape(A.shape)
-        return (A.to(dtype) * scale.to(dtype)) / 127
+    def kernel(packed: Any, absmax: Any, blocksize: int, dtype: Any) -> Any:
+        scale = absmax.repeat_interleave(blocksize)[: packed.numel()].reshape(packed.shape)
+        return (packed.to(dtype) * scale.to(dtype)) / 127
 
     track.append(customop.register_fake(f"{ns}::dequantize", fake))
     track.append(customop.register_kernel(f"{ns}::dequantize", "cpu", kernel))
     track.append(customop.torch.register(f"{ns}::dequantize"))
-    A = torch.randint(-127, 127, (4, 8), dtype=torch.int8)
+    packed = torch.randint(-127, 127, (4, 8), dtype=torch.int8)
     absmax = torch.rand(4) * 3
     op = getattr(customop.ops, ns).dequantize
-    _compiles(lambda a, m: op(a, m, 8, torch.float32) * 2, A, absmax)
+    _compiles(lambda a, m: op(a, m, 8, torch.float32) * 2, packed, absmax)
 
 
 def test_vllm_infer_schema_and_library_define(ns: str, track: list[Any]) -> None:
@@ -73,7 +75,9 @@ def test_vllm_infer_schema_and_library_define(ns: str, track: list[Any]) -> None
 
 def test_flash_attention_forward_backward_with_register_autograd(ns: str, track: list[Any]) -> None:
     @customop.custom_op(f"{ns}::attn_fwd", mutates_args=())
-    def attn_fwd(q: customop.Tensor, k: customop.Tensor, v: customop.Tensor, scale: float) -> tuple[customop.Tensor, customop.Tensor]:
+    def attn_fwd(
+        q: customop.Tensor, k: customop.Tensor, v: customop.Tensor, scale: float
+    ) -> tuple[customop.Tensor, customop.Tensor]:
         p = torch.softmax(q @ k.transpose(-1, -2) * scale, dim=-1)
         return p @ v, p
 
@@ -84,9 +88,13 @@ def test_flash_attention_forward_backward_with_register_autograd(ns: str, track:
         )
 
     @customop.custom_op(f"{ns}::attn_bwd", mutates_args=())
-    def attn_bwd(
-        grad: customop.Tensor, q: customop.Tensor, k: customop.Tensor, v: customop.Tensor,
-        p: customop.Tensor, scale: float,
+    def attn_bwd(  # noqa: PLR0917 -- flash-attention's backward takes its tensors positionally
+        grad: customop.Tensor,
+        q: customop.Tensor,
+        k: customop.Tensor,
+        v: customop.Tensor,
+        p: customop.Tensor,
+        scale: float,
     ) -> tuple[customop.Tensor, customop.Tensor, customop.Tensor]:
         dv = p.transpose(-1, -2) @ grad
         dp = grad @ v.transpose(-1, -2)
@@ -95,7 +103,9 @@ def test_flash_attention_forward_backward_with_register_autograd(ns: str, track:
 
     attn_bwd.register_fake(
         lambda grad, q, k, v, p, scale: (
-            customop.empty_like(q), customop.empty_like(k), customop.empty_like(v)
+            customop.empty_like(q),
+            customop.empty_like(k),
+            customop.empty_like(v),
         )
     )
 
@@ -137,7 +147,7 @@ def test_torchao_composite_implicit_body(ns: str, track: list[Any]) -> None:
 
 def test_diffusers_op_with_15_optional_parameters(ns: str, track: list[Any]) -> None:
     @customop.custom_op(f"{ns}::attention", mutates_args=())
-    def attention(
+    def attention(  # noqa: PLR0917 -- diffusers' signature, every parameter positional
         query: customop.Tensor,
         key: customop.Tensor | None = None,
         value: customop.Tensor | None = None,

@@ -22,7 +22,9 @@ def _has_kernel(name: str, key: str) -> bool:
         return False
 
 
-def test_register_defines_the_op_with_the_same_schema(ns: str, dispatcher: Dispatcher, track: list[Any]) -> None:
+def test_register_defines_the_op_with_the_same_schema(
+    ns: str, dispatcher: Dispatcher, track: list[Any]
+) -> None:
     @customop.custom_op(f"{ns}::add", mutates_args=(), dispatcher=dispatcher)
     def add(x: customop.Tensor, y: customop.Tensor, alpha: float = 1.0) -> customop.Tensor:
         return x + alpha * y
@@ -48,8 +50,12 @@ def test_kernels_map_to_torch_keys(
     ns: str, dispatcher: Dispatcher, track: list[Any], devices: Any, keys: list[str]
 ) -> None:
     op = customop.custom_op(
-        f"{ns}::f", lambda x: x * 2, mutates_args=(), device_types=devices,
-        schema="(Tensor x) -> Tensor", dispatcher=dispatcher,
+        f"{ns}::f",
+        lambda x: x * 2,
+        mutates_args=(),
+        device_types=devices,
+        schema="(Tensor x) -> Tensor",
+        dispatcher=dispatcher,
     )
     track.append(customop.torch.register(op))
     for key in ("CPU", "CUDA", "Meta", "CompositeExplicitAutograd", "CompositeImplicitAutograd"):
@@ -72,7 +78,10 @@ def test_composite_implicit_kernel_stays_composite_implicit(
 
 def test_fake_impl_becomes_torch_fake(ns: str, dispatcher: Dispatcher, track: list[Any]) -> None:
     op = customop.custom_op(
-        f"{ns}::f", lambda x: x.sum(0), mutates_args=(), schema="(Tensor x) -> Tensor",
+        f"{ns}::f",
+        lambda x: x.sum(0),
+        mutates_args=(),
+        schema="(Tensor x) -> Tensor",
         dispatcher=dispatcher,
     )
     op.register_fake(lambda x: customop.new_empty(x, (x.shape[1],)))
@@ -85,8 +94,12 @@ def test_fake_impl_becomes_torch_fake(ns: str, dispatcher: Dispatcher, track: li
 
 def test_tags_reach_torch(ns: str, dispatcher: Dispatcher, track: list[Any]) -> None:
     op = customop.custom_op(
-        f"{ns}::f", lambda x: x.clone(), mutates_args=(), schema="(Tensor x) -> Tensor",
-        tags=("pt2_compliant_tag",), dispatcher=dispatcher,
+        f"{ns}::f",
+        lambda x: x.clone(),
+        mutates_args=(),
+        schema="(Tensor x) -> Tensor",
+        tags=("pt2_compliant_tag",),
+        dispatcher=dispatcher,
     )
     track.append(customop.torch.register(op))
     assert torch.Tag.pt2_compliant_tag in getattr(torch.ops, ns).f.default.tags
@@ -96,7 +109,10 @@ def test_removing_the_handle_removes_the_op_from_torch(
     ns: str, dispatcher: Dispatcher, track: list[Any]
 ) -> None:
     op = customop.custom_op(
-        f"{ns}::f", lambda x: x + 1, mutates_args=(), schema="(Tensor x) -> Tensor",
+        f"{ns}::f",
+        lambda x: x + 1,
+        mutates_args=(),
+        schema="(Tensor x) -> Tensor",
         dispatcher=dispatcher,
     )
     track.append(op)
@@ -113,7 +129,10 @@ def test_removing_the_handle_removes_the_op_from_torch(
 
 def test_register_twice_registers_once(ns: str, dispatcher: Dispatcher, track: list[Any]) -> None:
     op = customop.custom_op(
-        f"{ns}::f", lambda x: x + 1, mutates_args=(), schema="(Tensor x) -> Tensor",
+        f"{ns}::f",
+        lambda x: x + 1,
+        mutates_args=(),
+        schema="(Tensor x) -> Tensor",
         dispatcher=dispatcher,
     )
     first = customop.torch.register(op)
@@ -126,8 +145,12 @@ def test_register_twice_registers_once(ns: str, dispatcher: Dispatcher, track: l
 
 def test_later_registrations_reach_torch(ns: str, dispatcher: Dispatcher, track: list[Any]) -> None:
     op = customop.custom_op(
-        f"{ns}::f", lambda x: x + 1, mutates_args=(), device_types="cpu",
-        schema="(Tensor x) -> Tensor", dispatcher=dispatcher,
+        f"{ns}::f",
+        lambda x: x + 1,
+        mutates_args=(),
+        device_types="cpu",
+        schema="(Tensor x) -> Tensor",
+        dispatcher=dispatcher,
     )
     track.append(customop.torch.register(op))
     x = torch.zeros(2)
@@ -146,10 +169,15 @@ def test_later_registrations_reach_torch(ns: str, dispatcher: Dispatcher, track:
         torch_op(torch.empty(3))
 
 
-def test_namespace_takes_ops_defined_later(ns: str, dispatcher: Dispatcher, track: list[Any]) -> None:
+def test_namespace_takes_ops_defined_later(
+    ns: str, dispatcher: Dispatcher, track: list[Any]
+) -> None:
     track.append(customop.torch.register(ns, dispatcher=dispatcher))
     op = customop.custom_op(
-        f"{ns}::late", lambda x: x * 3, mutates_args=(), schema="(Tensor x) -> Tensor",
+        f"{ns}::late",
+        lambda x: x * 3,
+        mutates_args=(),
+        schema="(Tensor x) -> Tensor",
         dispatcher=dispatcher,
     )
     track.append(op)
@@ -182,11 +210,16 @@ def test_bad_targets(target: object, error: type[Exception]) -> None:
         customop.torch.register(target)
 
 
-def test_op_defined_in_torch_already_is_refused(ns: str, dispatcher: Dispatcher, track: list[Any]) -> None:
+def test_op_defined_in_torch_already_is_refused(
+    ns: str, dispatcher: Dispatcher, track: list[Any]
+) -> None:
     lib = torch.library.Library(ns, "FRAGMENT")
     lib.define("f(Tensor x) -> Tensor")
     op = customop.custom_op(
-        f"{ns}::f", lambda x: x, mutates_args=(), schema="(Tensor x) -> Tensor",
+        f"{ns}::f",
+        lambda x: x,
+        mutates_args=(),
+        schema="(Tensor x) -> Tensor",
         dispatcher=dispatcher,
     )
     with pytest.raises(customop.RegistrationError, match="torch refused to define"):
