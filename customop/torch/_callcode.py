@@ -99,6 +99,7 @@ class TorchCall:
 
     def __init__(self, mirror: TorchMirror) -> None:
         self.mirror = mirror
+        self.closed = False
         self.handle = mirror.handle
         self.schema: FunctionSchema = mirror.schema
         #: customop's own call object for the op: errors, checks, non-torch arrays.
@@ -154,7 +155,12 @@ class TorchCall:
         self.namespace["_co_cache"] = _EMPTY
 
     def close(self) -> None:
-        """Make the function safe after the op left torch: never call the old torch op."""
+        """Make the function safe after the op left torch: never call the old torch op.
+
+        An object that copied the function (a ``@custom_op`` specialized while
+        registered) then calls customop's own code through it.
+        """
+        self.closed = True
         self.clear_cache()
         self.namespace["_co_op"] = self.plain
 
@@ -246,7 +252,7 @@ class TorchCall:
         self, values: tuple[Any, ...], extra: tuple[Any, ...], unknown: dict[str, Any]
     ) -> Any:
         """A call the fast path did not take: customop's, the kernel's, or torch's."""
-        if extra or unknown or any(v is MISSING for v in values):
+        if self.closed or extra or unknown or any(v is MISSING for v in values):
             return self._customop(values, extra, unknown)
         if LOCAL_KEYS.get() is not DEFAULT_LOCAL:
             return self._customop(values, extra, unknown)  # customop's modes and tracing
@@ -274,6 +280,8 @@ class TorchCall:
 
     def generic(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """The slow path of ops whose arguments cannot be Python parameters."""
+        if self.closed:
+            return self.plain(*args, **kwargs)
         flat = [*args, *kwargs.values()]
         found = [v for v in flat if isinstance(v, _TENSOR)]
         found += [

@@ -174,3 +174,22 @@ def test_objects_are_safe_after_removal(ns: str, track: list[Any]) -> None:
     assert call_code.namespace["_co_op"] is call_code.plain
     for call in (op, packet, packet.default, getattr(customop.ops, ns).f):
         assert torch.equal(call(x), x + 1)
+
+
+def test_redefinition_while_registered(ns: str, track: list[Any]) -> None:
+    first = customop.custom_op(
+        f"{ns}::f", lambda x: x + 1, mutates_args=(), schema="(Tensor x) -> Tensor"
+    )
+    handle = customop.torch.register(f"{ns}::f")
+    second = customop.custom_op(
+        f"{ns}::f", lambda x: x + 2, mutates_args=(), schema="(Tensor x) -> Tensor"
+    )
+    track += [second]
+    x = torch.zeros(1)
+    with pytest.raises(customop.RegistrationError, match="replaced"):
+        first(x)
+    assert torch.equal(second(x), x + 2)  # specialized with the torch-aware call
+    assert torch.equal(getattr(torch.ops, ns).f(x), x + 2)  # the name is still wanted
+    handle.remove()
+    assert torch.equal(second(x), x + 2)  # safe: customop's own path after removal
+    assert torch.equal(second(torch.ones(1, requires_grad=True)), torch.full((1,), 3.0))
