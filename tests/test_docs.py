@@ -4,7 +4,8 @@ A ```python block is run in a namespace shared by the blocks of its page. If
 the next block is a ```text block, it is the expected stdout of that python
 block. Blocks fenced as ```python title="..." or ```pycon are treated alike;
 blocks marked ```python no-run are skipped (shell or pseudo code only), and
-blocks marked ```python torch are skipped where torch is not installed.
+blocks titled ```python title="requires torch" are skipped where torch is not
+installed.
 """
 
 from __future__ import annotations
@@ -33,8 +34,8 @@ def test_page_examples_run(page: Path) -> None:
     for index, (language, options, code) in enumerate(blocks):
         if language != "python" or "no-run" in options:
             continue
-        if "torch" in options.split() and importlib.util.find_spec("torch") is None:
-            continue  # ```python torch: a torch example (docs/torch.md), run where torch is
+        if "requires torch" in options and importlib.util.find_spec("torch") is None:
+            continue  # a torch example (docs/torch.md): run where torch is installed
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
             exec(compile(code, f"{page.name}[block {index}]", "exec"), namespace)
