@@ -158,8 +158,12 @@ def _call_objects(handle: OperatorHandle) -> list[Any]:
     key = (id(handle.dispatcher), f"{name.namespace}::{name.name}")
     definition = custom_op_module._live.get(key)
     # A definition being replaced (by one not made yet) keeps its own call, and its guard.
-    current = definition is not None and definition._replaced_by is None
-    if current and definition._handle is handle and not name.overload:
+    if (
+        definition is not None
+        and definition._replaced_by is None
+        and definition._handle is handle
+        and not name.overload
+    ):
         found.append(definition)
         if definition._op is not None:
             found.append(definition._op)
