@@ -259,11 +259,14 @@ class TorchCall:
         tensors = self._tensors(values)
         if not any(isinstance(t, _TENSOR) for t in tensors):
             return self._customop(values, extra, unknown)
+        args, kwargs = self._split(values)
+        eager = self._eager_ok(tensors)
+        if not eager and all(isinstance(t, _TENSOR) for t in tensors):
+            return self.mirror.torch_op(*args, **kwargs)  # torch checks the arguments itself
         for index, check in enumerate(self.checks):
             if not check(values[index]):
                 argument_type_error(self.schema, index, values[index], self.api, check)
-        args, kwargs = self._split(values)
-        if not self._eager_ok(tensors):
+        if not eager:
             return self.mirror.torch_op(*args, **kwargs)
         token = epoch.token
         kernel, uniform = self._kernel(values)
