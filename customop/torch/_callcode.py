@@ -110,6 +110,8 @@ class TorchCall:
         arguments = self.schema.arguments
         self.names = tuple(arg.name for arg in arguments)
         self.npos = sum(1 for arg in arguments if not arg.kwarg_only)
+        #: Arguments without a default: only these can be missing (the MISSING default).
+        self.required = tuple(i for i, arg in enumerate(arguments) if arg.default is None)
         #: (index, kind) of the tensor arguments: "tensor", "optional" or a list kind.
         self.tensors = tuple(self.schema.tensor_argument_positions)
         self.lists = tuple(i for i, a in enumerate(arguments) if items_checkable(a.type))
@@ -252,7 +254,7 @@ class TorchCall:
         self, values: tuple[Any, ...], extra: tuple[Any, ...], unknown: dict[str, Any]
     ) -> Any:
         """A call the fast path did not take: customop's, the kernel's, or torch's."""
-        if self.closed or extra or unknown or any(v is MISSING for v in values):
+        if self.closed or extra or unknown or any(values[i] is MISSING for i in self.required):
             return self._customop(values, extra, unknown)
         if LOCAL_KEYS.get() is not DEFAULT_LOCAL:
             return self._customop(values, extra, unknown)  # customop's modes and tracing
@@ -344,4 +346,6 @@ class TorchCall:
 
     def _split(self, values: tuple[Any, ...]) -> tuple[tuple[Any, ...], dict[str, Any]]:
         npos = self.npos
+        if npos == len(values):
+            return values, {}
         return values[:npos], dict(zip(self.names[npos:], values[npos:], strict=True))
