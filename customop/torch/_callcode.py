@@ -34,7 +34,7 @@ from typing import Any, Final
 
 import torch
 
-from customop.dispatch import epoch
+from customop.dispatch import DispatchKey, DispatchKeySet, epoch
 from customop.dispatch._keys import keyset_from_bits
 from customop.dispatch._local import DEFAULT_LOCAL, LOCAL_KEYS, local_state
 from customop.library import OpOverload
@@ -48,6 +48,8 @@ from customop.torch._mirror import BACKEND_INDICES, BACKEND_KEYS, TorchMirror, m
 __all__ = ["TorchCall"]
 
 _C: Final[Any] = torch._C
+_CPU_KEYS: Final = DispatchKeySet(DispatchKey.CPU)
+_CPU_INDEX: Final = _CPU_KEYS.bits.bit_length() - 1
 _TENSOR: Final = torch.Tensor
 _EMPTY: Final[list[Any]] = [object()]  # matches no local-keys value: first calls go slow
 _dynamo: Final = torch.compiler.is_dynamo_compiling
@@ -61,9 +63,11 @@ def __call__(_co_self, {params}):
     if _co_dynamo():
         return _co_op({call_args})
     _co_c = _co_cache
-    if ({fast_test}):
-        _co_r = _co_c[{kernel_index}]({call_args})
-{bumps}        return _co_r
+    if ({cache_test}):
+        if ({torch_test}):
+            _co_r = _co_c[{kernel_index}]({call_args})
+{bumps}            return _co_r
+        return _co_op({call_args})
     return _co_route(({values}), _co_extra, _co_unknown)
 """
 
@@ -192,15 +196,19 @@ class TorchCall:
         fields = {"params": ", ".join(params), "call_args": ", ".join(call_args)}
         if not self.fast:
             return _SLOW_TEMPLATE.format(values=values, **fields)
+        cache_test, torch_test = self._fast_tests()
         return _TEMPLATE.format(
-            fast_test="\n            and ".join(self._fast_tests()),
+            cache_test="\n            and ".join(cache_test),
+            torch_test="\n                and ".join(torch_test),
             kernel_index=len(names) + 1,
-            bumps="".join(f"        {line}\n" for line in self._bumps()),
+            bumps="".join(f"            {line}\n" for line in self._bumps()),
             values=values,
             **fields,
         )
 
-    def _fast_tests(self) -> list[str]:
+    def _fast_tests(self) -> tuple[list[str], list[str]]:
+        """What the cache entry proves (argument types: customop's checks passed, every
+        tensor is exactly torch.Tensor), and what each call must still ask torch."""
         names = self.names
         # The local keys first: the empty entry fails there, before indexing past its end.
         tests = ["(_co_c[0] is _co_state.default or _co_c[0] is _co_local())"]
@@ -211,6 +219,7 @@ class TorchCall:
             for j, i in enumerate(self.lists)
         ]
         tests += ["not _co_extra", "not _co_unknown"]
+        asks: list[str] = []
         grads, cpus, direct = [], [], []
         for index, kind in self.tensors:
             name = names[index]
@@ -227,13 +236,13 @@ class TorchCall:
                 cpus.append(f"_co_all_cpu({name})")
         # torch function modes: has_torch_function of the tensors says so (and is cheaper
         # than asking for the mode stack); with list arguments only, ask directly.
-        tests.append(f"not _co_htf({', '.join(direct)})" if direct else "not _co_fmode()")
-        tests.append("not _co_dstack()")
-        tests.append(f"(not ({' or '.join(grads)}) or not _co_grad())")
-        # The kernel of a cached entry serves every device when customop's table has one
-        # kernel for all backends (entry's `uniform`), else only cpu tensors.
-        tests.append(f"(_co_c[{len(names) + 2}] or ({' and '.join(cpus)}))")
-        return tests
+        asks.append(f"not _co_htf({', '.join(direct)})" if direct else "not _co_fmode()")
+        asks.append("not _co_dstack()")
+        asks.append(f"(not ({' or '.join(grads)}) or not _co_grad())")
+        # The kernel of a cached entry is the cpu one; it serves every device when
+        # customop's table has one kernel for all backends (the entry's `uniform`).
+        asks.append(f"(_co_c[{len(names) + 2}] or ({' and '.join(cpus)}))")
+        return tests, asks
 
     def _bumps(self) -> list[str]:
         lines = []
@@ -262,20 +271,25 @@ class TorchCall:
         if not any(isinstance(t, _TENSOR) for t in tensors):
             return self._customop(values, extra, unknown)
         args, kwargs = self._split(values)
-        eager = self._eager_ok(tensors)
-        if not eager and all(isinstance(t, _TENSOR) for t in tensors):
-            return self.mirror.torch_op(*args, **kwargs)  # torch checks the arguments itself
+        exact = all(type(t) is _TENSOR for t in tensors)
+        if not exact and all(isinstance(t, _TENSOR) for t in tensors):
+            return self.mirror.torch_op(*args, **kwargs)  # subclasses: torch checks them
         for index, check in enumerate(self.checks):
             if not check(values[index]):
                 argument_type_error(self.schema, index, values[index], self.api, check)
-        if not eager:
+        if not exact:
             return self.mirror.torch_op(*args, **kwargs)
         token = epoch.token
-        kernel, uniform = self._kernel(values)
-        if self.fast and (uniform or all(t.is_cpu for t in tensors)) and self.plain.is_current:
+        cpu_kernel, uniform = self._cpu_kernel()
+        if self.fast and self.plain.is_current:
+            # Types checked, tensors exactly torch.Tensor: later calls like this one skip
+            # this function, to the kernel or to torch, as the entry's questions say.
             items = [tuple(map(type, values[i])) for i in self.lists]
-            entry = [LOCAL_KEYS.get(), *map(type, values), kernel, uniform, *items]
+            entry = [LOCAL_KEYS.get(), *map(type, values), cpu_kernel, uniform, *items]
             epoch.fill(token, self, entry)
+        if not self._eager_ok(tensors):
+            return self.mirror.torch_op(*args, **kwargs)
+        kernel = cpu_kernel if uniform or all(t.is_cpu for t in tensors) else self._kernel(values)
         result = kernel(*args, **kwargs)
         for index in self.mutated:
             value = values[index]
@@ -331,18 +345,24 @@ class TorchCall:
             return False
         return not (_grad_enabled() and any(t.requires_grad for t in tensors))
 
-    def _kernel(self, values: tuple[Any, ...]) -> tuple[Callable[..., Any], bool]:
-        """customop's kernel for these tensors' backend (not its autograd keys), and
-        whether every backend has that kernel (a CompositeExplicitAutograd body)."""
+    def _kernel(self, values: tuple[Any, ...]) -> Callable[..., Any]:
+        """customop's kernel for these tensors' backend (not its autograd keys)."""
         handle = self.handle
         table, mask, extract = handle._state
         bits = extract(values, {}) & mask & BACKEND_KEYS.bits
-        slot = table[bits.bit_length() - 1]
-        uniform = all(table[index] is slot for index in BACKEND_INDICES)
+        fn, boxed = table[bits.bit_length() - 1]
+        return partial(fn, handle, keyset_from_bits(bits)) if boxed else fn
+
+    def _cpu_kernel(self) -> tuple[Callable[..., Any], bool]:
+        """customop's cpu kernel, and whether every backend has it (a
+        CompositeExplicitAutograd body), so that it serves every device."""
+        handle = self.handle
+        table = handle._state[0]
+        slot = table[_CPU_INDEX]
         fn, boxed = slot
         if boxed:
-            return partial(fn, handle, keyset_from_bits(bits)), False
-        return fn, uniform
+            return partial(fn, handle, _CPU_KEYS), False
+        return fn, all(table[index] is slot for index in BACKEND_INDICES)
 
     def _split(self, values: tuple[Any, ...]) -> tuple[tuple[Any, ...], dict[str, Any]]:
         npos = self.npos
