@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import subprocess
 import sys
 from pathlib import Path
 
@@ -29,6 +30,9 @@ TOP = 99  # customop/__init__.py and __main__.py see everything
 RUNTIME_DEPENDENCIES = {"pydantic", "pydantic_core", "typing_extensions", "numpy"}
 # Optional packages may only be imported inside functions (lazily), never at module level.
 OPTIONAL = {"torch", "cupy", "jax", "yaml", "dask", "distributed"}
+# ...except in their adapter package, which imports its system at module level: only a
+# user who wants the adapter imports it (`import customop.torch`), never `import customop`.
+ADAPTER_IMPORTS: dict[str, set[str]] = {"torch": {"torch"}}
 
 
 def _layer(module_path: Path) -> int:
@@ -70,12 +74,22 @@ def test_imports_go_downward(path: Path) -> None:
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_only_runtime_dependencies_at_module_level(path: Path) -> None:
     tree = ast.parse(path.read_text())
+    package = path.relative_to(PACKAGE).parts[0]
     for module, line in _imports(tree, top_level_only=True):
         root = module.split(".")[0]
+        if root in ADAPTER_IMPORTS.get(package, set()):
+            continue
         allowed = (
             root in RUNTIME_DEPENDENCIES or root == "customop" or root in sys.stdlib_module_names
         )
         assert allowed and root not in OPTIONAL, f"{path.name}:{line} imports {module} eagerly"
+
+
+def test_import_customop_imports_no_optional_package() -> None:
+    names = ", ".join(repr(name) for name in sorted(OPTIONAL))
+    code = f"import sys, customop; print(sorted(set(sys.modules) & {{{names}}}))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
 
 
 def test_layer_table_covers_every_package() -> None:

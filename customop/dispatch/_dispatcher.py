@@ -14,6 +14,7 @@ from functools import partial
 from typing import Literal, TypeAlias, final
 from weakref import WeakSet, WeakValueDictionary
 
+from customop.dispatch._changes import tell_changed
 from customop.dispatch._entry import EmptyState, OperatorEntry, empty_state
 from customop.dispatch._handles import RegistrationHandle
 from customop.dispatch._kernel import (
@@ -182,6 +183,7 @@ class Dispatcher(Lookup):
             entry.push(record)
             entry.def_and_impl_count += 1
         entry.rebuild_keys(affected_keys(r.key for r in records), self._fallbacks)
+        tell_changed(self._listeners, entry.handle)
 
     def _drop_impls(self, entry: OperatorEntry, records: list[KernelRecord]) -> None:
         live = [record for record in reversed(records) if record.alive]
@@ -190,6 +192,7 @@ class Dispatcher(Lookup):
             entry.pop(record)
             entry.def_and_impl_count -= 1
         entry.rebuild_keys(affected_keys(r.key for r in live), self._fallbacks)
+        tell_changed(self._listeners, entry.handle)
 
     def _announce(self, entry: OperatorEntry) -> None:
         told: list[OperatorListener] = []

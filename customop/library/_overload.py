@@ -14,6 +14,7 @@ from customop.dispatch import Dispatcher, DispatchKeySet, OperatorHandle
 from customop.exceptions import RegistrationError
 from customop.library._binding import python_signature
 from customop.library._callgen import CallSite, can_generate, compile_call, python_default
+from customop.library._callhooks import adopt_overload
 from customop.library._checks import Check, attached_value_checks, is_tensor_check
 from customop.library._resolve import choose_overload
 from customop.schema import FunctionSchema, OperatorName
@@ -149,11 +150,11 @@ def bind_overload(
     if value_checks is None:
         value_checks = attached_value_checks(schema)
     if not can_generate(schema):
-        return OpOverload(handle, schema, None)
+        return adopt_overload(handle.dispatcher, OpOverload(handle, schema, None))
     is_tensor = is_tensor_check(handle.dispatcher)
     site = CallSite(handle, schema, is_tensor, api or str(schema.name), value_checks)
     call = staticmethod(compile_call(site))
     cls: type[OpOverload] = type(
         f"OpOverload[{schema.name}]", (OpOverload,), {"__slots__": (), "__call__": call}
     )
-    return cls(handle, schema, site)
+    return adopt_overload(handle.dispatcher, cls(handle, schema, site))

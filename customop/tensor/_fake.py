@@ -23,7 +23,7 @@ does); which backend a kernel targets is decided by real arrays only.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import NoReturn, TypeAlias, overload
+from typing import Final, NoReturn, TypeAlias, overload
 
 from customop.tensor._device import Device, DeviceLike, to_device
 from customop.tensor._dtype import DTypeLike, dtype, float32, to_dtype
@@ -31,7 +31,7 @@ from customop.tensor._fake_methods import FakeTensorMethods
 from customop.tensor._sym_ops import bounds
 from customop.tensor._symint import IntLike, SymInt, as_int
 
-__all__ = ["FakeTensor", "ShapeLike", "to_shape"]
+__all__ = ["FOREIGN_SIZES", "FakeTensor", "ShapeLike", "to_shape"]
 
 #: What APIs taking a shape accept: one size, or an iterable of sizes (ints or SymInts).
 ShapeLike: TypeAlias = IntLike | Iterable[IntLike]
@@ -168,6 +168,11 @@ class FakeTensor(FakeTensorMethods):
         )
 
 
+#: Qualified names of other systems' symbolic sizes that a shape may hold as they
+#: are: torch's SymInt, when a customop fake impl serves torch (``customop.torch``).
+FOREIGN_SIZES: Final[frozenset[str]] = frozenset({"torch.SymInt"})
+
+
 def to_shape(shape: object, *, api: str) -> tuple[IntLike, ...]:
     """``shape`` as a tuple of sizes: ints >= 0 (numpy ints become ints) and SymInts."""
     if type(shape) is tuple and all(type(size) is int and size >= 0 for size in shape):
@@ -192,6 +197,8 @@ def _to_size(api: str, size: object, shape: object) -> IntLike:
                 "A dimension has a size >= 0. Check the size computation."
             )
         return size
+    if f"{type(size).__module__}.{type(size).__qualname__}" in FOREIGN_SIZES:
+        return size  # type: ignore[return-value]  # another system's SymInt, kept as it is
     number = as_int(size)
     if number is None:
         raise TypeError(

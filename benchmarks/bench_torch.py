@@ -1,0 +1,227 @@
+"""customop ops registered in torch (``customop.torch.register``) vs torch's own ops, in one run.
+
+    python benchmarks/bench_torch.py
+
+Every op's kernel returns its first argument, so the figures are per-call
+overhead on plain CPU torch tensors. Rows: the kernel called directly, the
+``def w(*a, **k): return kernel(*a, **k)`` wrapper (the floor), the customop
+op through its object and inline through ``customop.ops``, the same op
+through ``torch.ops`` (torch's dispatcher and our trampoline), a
+``torch.library.custom_op`` and a ``torch.library.Library`` define+impl op;
+then the same for a 14-argument op like pytorch#177109's; then calls whose
+inputs need grad (forward, and forward + backward) against a torch
+``custom_op`` with the same ``register_autograd`` formula.
+
+Targets (issue #14 §3, §4): the fast path <= 2x the wrapper, >= 20x faster
+than torch custom_op, >= 3x faster than a torch Library op; with grad
+inputs, at most torch custom_op's cost.
+
+NOTE: as in bench_dispatch.py, every call is timed in ROUNDS rounds of all
+calls one after another, and a call's figure is its best round, so slow
+spells of a shared machine hit rounds, not calls.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # see bench_dispatch.py
+
+import timeit
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+import customop
+import customop.torch
+
+ROUNDS = 40
+Timed = dict[str, tuple[Callable[[], object], int]]
+FLOOR = "wrapper w(*a, **k) (the floor)"
+FLOOR14 = "14 args: wrapper w(*a, **k)"
+CLONE = "x.clone() alone (taken off custom_op rows)"
+
+
+def best_ns(timed: Timed) -> dict[str, float]:
+    """ns per call of each entry: its best round, minus the timing lambda's own cost."""
+    best = dict.fromkeys([*timed, "empty"], float("inf"))
+    entries = {**timed, "empty": ((lambda: None), 20_000)}
+    for _ in range(ROUNDS):
+        for name, (fn, number) in entries.items():
+            best[name] = min(best[name], timeit.timeit(fn, number=number) / number * 1e9)
+    empty = best.pop("empty")
+    return {name: value - empty for name, value in best.items()}
+
+
+def kernel(x: Any, y: Any) -> Any:
+    return x
+
+
+def wrapper(*args: Any, **kwargs: Any) -> Any:
+    return kernel(*args, **kwargs)
+
+
+def cloning(x: Any, y: Any) -> Any:
+    # torch's custom_op refuses an output that is an input: its kernel clones, and the
+    # clone's own cost (timed alone) is taken off its figure.
+    return x.clone()
+
+
+SCHEMA14 = (
+    "(Tensor q, Tensor k, Tensor v, Tensor? bias, Tensor? mask, float scale, float dropout, "
+    "bool causal, int window_left, int window_right, float softcap, Tensor? alibi, "
+    "bool deterministic, bool return_lse) -> Tensor"
+)
+
+
+def kernel14(  # noqa: PLR0917 -- the 14 positional parameters pytorch#177109 measures
+    q: Any,
+    k: Any,
+    v: Any,
+    bias: Any,
+    mask: Any,
+    scale: float,
+    dropout: float,
+    causal: bool,
+    window_left: int,
+    window_right: int,
+    softcap: float,
+    alibi: Any,
+    deterministic: bool,
+    return_lse: bool,
+) -> Any:
+    return q
+
+
+def wrapper14(*args: Any, **kwargs: Any) -> Any:
+    return kernel14(*args, **kwargs)
+
+
+def cloning14(q: Any, *rest: Any) -> Any:
+    return q.clone()
+
+
+def two_arg_calls() -> Timed:
+    @customop.custom_op("benchct::f", mutates_args=())
+    def f(x: customop.Tensor, y: customop.Tensor) -> customop.Tensor:
+        return x
+
+    customop.torch.register(f)
+    ops = customop.ops
+    torch_f = torch.library.custom_op(
+        "benchtc::f", cloning, mutates_args=(), schema="(Tensor x, Tensor y) -> Tensor"
+    )
+    lib = torch.library.Library("benchtl", "DEF")
+    lib.define("g(Tensor x, Tensor y) -> Tensor")
+    lib.impl("g", kernel, "CPU")
+    two_arg_calls.keep = lib  # type: ignore[attr-defined]  # must outlive the timing
+    g = torch.ops.benchtl.g.default
+    t = torch.zeros(4)
+    return {
+        "kernel(x, y) directly": (lambda: kernel(t, t), 20_000),
+        FLOOR: (lambda: wrapper(t, t), 20_000),
+        "customop op object  f(x, y)": (lambda: f(t, t), 20_000),
+        "customop inline     customop.ops.benchct.f(x, y)": (lambda: ops.benchct.f(t, t), 20_000),
+        "customop op inline  torch.ops.benchct.f(x, y)": (lambda: torch.ops.benchct.f(t, t), 2_000),
+        CLONE: (t.clone, 4_000),
+        "torch.library.custom_op  f(x, y)": (lambda: torch_f(t, t), 1_000),
+        "torch Library op (define + impl)": (lambda: g(t, t), 4_000),
+    }
+
+
+def fourteen_arg_calls() -> Timed:
+    customop.custom_op("benchct::f14", kernel14, mutates_args=(), schema=SCHEMA14)
+    customop.torch.register("benchct::f14")
+    f14 = customop.ops.benchct.f14
+    torch_f14 = torch.library.custom_op("benchtc::f14", cloning14, mutates_args=(), schema=SCHEMA14)
+    t = torch.zeros(4)
+    args = (t, t, t, None, None, 0.5, 0.0, True, -1, -1, 0.0, None, False, False)
+    return {
+        FLOOR14: (lambda: wrapper14(*args), 10_000),
+        "14 args: customop.ops.benchct.f14(...)": (lambda: f14(*args), 10_000),
+        "14 args: torch.library.custom_op": (lambda: torch_f14(*args), 500),
+    }
+
+
+def setup_context(ctx: Any, inputs: Any, output: Any) -> None:
+    ctx.save_for_backward(inputs[1])
+
+
+def backward(ctx: Any, grad: Any) -> Any:
+    (y,) = ctx.saved_tensors
+    return grad * y, None
+
+
+def grad_calls() -> Timed:
+    def mul(x: Any, y: Any) -> Any:
+        return x * y
+
+    op = customop.custom_op(
+        "benchct::mul", mul, mutates_args=(), schema="(Tensor x, Tensor y) -> Tensor"
+    )
+    op.register_fake(lambda x, y: customop.empty_like(x))
+    op.register_autograd(backward, setup_context=setup_context)
+    customop.torch.register(op)
+    torch_op = torch.library.custom_op(
+        "benchtc::mul", mul, mutates_args=(), schema="(Tensor x, Tensor y) -> Tensor"
+    )
+    torch_op.register_autograd(backward, setup_context=setup_context)
+    x = torch.ones(4, requires_grad=True)
+    y = torch.ones(4)
+
+    def step(fn: Callable[[Any, Any], Any]) -> Callable[[], None]:
+        def run() -> None:
+            fn(x, y).sum().backward()
+
+        return run
+
+    return {
+        "grad: customop op forward": (lambda: op(x, y), 500),
+        "grad: torch custom_op forward": (lambda: torch_op(x, y), 500),
+        "grad: customop op forward + backward": (step(op), 200),
+        "grad: torch custom_op forward + backward": (step(torch_op), 200),
+    }
+
+
+def main() -> None:
+    timed = {**two_arg_calls(), **fourteen_arg_calls(), **grad_calls()}
+    ns = best_ns(timed)
+    for name in ("torch.library.custom_op  f(x, y)", "14 args: torch.library.custom_op"):
+        ns[name] -= ns[CLONE]
+    floor, floor14 = ns[FLOOR], ns[FLOOR14]
+    print(f"{'call':<56} {'ns':>9} {'x wrapper':>10}")
+    for name, value in ns.items():
+        base = floor14 if name.startswith("14 args") else floor
+        shown = f"{value / base:>10.2f}" if not name.startswith("grad") else f"{'':>10}"
+        print(f"{name:<56} {value:>9.0f} {shown}")
+    obj, inline = (
+        ns["customop op object  f(x, y)"],
+        ns["customop inline     customop.ops.benchct.f(x, y)"],
+    )
+    custom_op, library = (
+        ns["torch.library.custom_op  f(x, y)"],
+        ns["torch Library op (define + impl)"],
+    )
+    f14 = ns["14 args: customop.ops.benchct.f14(...)"]
+    print(
+        f"\ntargets (fast path): object {obj / floor:.2f}x, inline {inline / floor:.2f}x the "
+        f"wrapper (<= 2x); {custom_op / obj:.0f}x faster than torch custom_op (>= 20x); "
+        f"{library / obj:.1f}x faster than a torch Library op (>= 3x)"
+    )
+    print(
+        f"14 args: {f14 / floor14:.2f}x the wrapper, "
+        f"{ns['14 args: torch.library.custom_op'] / f14:.0f}x faster than torch custom_op"
+    )
+    fwd = ns["grad: customop op forward"] / ns["grad: torch custom_op forward"]
+    both = (
+        ns["grad: customop op forward + backward"] / ns["grad: torch custom_op forward + backward"]
+    )
+    print(
+        f"with grad inputs: forward {fwd:.2f}x, forward + backward {both:.2f}x torch "
+        "custom_op's cost (<= 1x)"
+    )
+
+
+if __name__ == "__main__":
+    main()

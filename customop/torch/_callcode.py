@@ -1,0 +1,371 @@
+"""The torch-aware call of a mirrored op: generated code with an eager fast path.
+
+While an op is registered in torch, its customop call objects (the
+`CustomOpDef`, its `OpOverload`s, the ``customop.ops`` packet) call through a
+function generated for the op's schema (shown in tracebacks as
+``<customop torch ns::op>``):
+
+1. under Dynamo (``torch.compiler.is_dynamo_compiling()``, which Dynamo
+   folds to True), call ``torch.ops.<ns>.<name>.<overload>``: the graph gets
+   one node, and Dynamo never reads the rest;
+2. the fast path: every argument has the types of the cached call, customop's
+   own local keys are the default ones, every tensor is exactly
+   ``torch.Tensor`` and on the cpu, no torch dispatch or function mode and no
+   functorch transform is active, and no tensor needs grad (or grad mode is
+   off). Then the op's customop kernel runs directly, and mutated tensors get
+   their version counter bumped;
+3. everything else goes to `TorchCall.route`: binding errors, customop's
+   argument checks and non-torch arrays go to customop's own call code; a
+   call that meets the fast-path rules runs the kernel (and fills the cache);
+   any other call goes through ``torch.ops`` with torch's full semantics.
+
+The cache is one entry (``[local keys, type of each argument..., kernel,
+item types of each list...]``) in the function's globals, emptied by
+customop's epoch clock on every registration change.
+"""
+
+from __future__ import annotations
+
+import builtins
+import linecache
+from collections.abc import Callable
+from functools import partial
+from typing import Any, Final
+
+import torch
+
+from customop.dispatch import DispatchKey, DispatchKeySet, epoch
+from customop.dispatch._keys import keyset_from_bits
+from customop.dispatch._local import DEFAULT_LOCAL, LOCAL_KEYS, local_state
+from customop.library import OpOverload
+from customop.library._binding import MISSING
+from customop.library._callgen import can_generate, items_checkable, python_default
+from customop.library._checks import argument_type_error
+from customop.library._overload import bind_overload
+from customop.schema import FunctionSchema
+from customop.torch._mirror import BACKEND_INDICES, BACKEND_KEYS, TorchMirror, mutated_positions
+
+__all__ = ["TorchCall"]
+
+_C: Final[Any] = torch._C
+_CPU_KEYS: Final = DispatchKeySet(DispatchKey.CPU)
+_CPU_INDEX: Final = _CPU_KEYS.bits.bit_length() - 1
+_TENSOR: Final = torch.Tensor
+_EMPTY: Final[list[Any]] = [object()]  # matches no local-keys value: first calls go slow
+_dynamo: Final = torch.compiler.is_dynamo_compiling
+_dispatch_modes: Final = _C._len_torch_dispatch_stack
+_function_modes: Final = _C._is_torch_function_mode_enabled
+_grad_enabled: Final = _C.is_grad_enabled
+_bump: Final = _C._increment_version
+
+_TEMPLATE = """\
+def __call__(_co_self, {params}):
+    if _co_dynamo():
+        return _co_op({call_args})
+    _co_c = _co_cache
+    if ({cache_test}):
+        if ({torch_test}):
+            _co_r = _co_c[{kernel_index}]({call_args})
+{bumps}            return _co_r
+        return _co_op({call_args})
+    return _co_route(({values}), _co_extra, _co_unknown)
+"""
+
+_SLOW_TEMPLATE = """\
+def __call__(_co_self, {params}):
+    if _co_dynamo():
+        return _co_op({call_args})
+    return _co_route(({values}), _co_extra, _co_unknown)
+"""
+
+_GENERIC_TEMPLATE = """\
+def __call__(_co_self, *args, **kwargs):
+    if _co_dynamo():
+        return _co_op(*args, **kwargs)
+    return _co_generic(args, kwargs)
+"""
+
+
+def _any_grad(tensors: Any) -> bool:
+    return any(t is not None and t.requires_grad for t in tensors)
+
+
+def _all_cpu(tensors: Any) -> bool:
+    return all(t is None or t.is_cpu for t in tensors)
+
+
+def _bump_list(tensors: Any) -> None:
+    _bump(tuple(t for t in tensors if t is not None))
+
+
+class TorchCall:
+    """The generated torch-aware ``__call__`` of one op, its cache and its slow path."""
+
+    def __init__(self, mirror: TorchMirror) -> None:
+        self.mirror = mirror
+        self.closed = False
+        self.handle = mirror.handle
+        self.schema: FunctionSchema = mirror.schema
+        #: customop's own call object for the op: errors, checks, non-torch arrays.
+        self.plain: OpOverload = bind_overload(self.handle, schema=self.schema)
+        site = self.plain._site
+        self.checks = site.checks if site is not None else ()
+        self.api = site.api if site is not None else str(self.schema.name)
+        arguments = self.schema.arguments
+        self.names = tuple(arg.name for arg in arguments)
+        self.npos = sum(1 for arg in arguments if not arg.kwarg_only)
+        #: Arguments without a default: only these can be missing (the MISSING default).
+        self.required = tuple(i for i, arg in enumerate(arguments) if arg.default is None)
+        #: (index, kind) of the tensor arguments: "tensor", "optional" or a list kind.
+        self.tensors = tuple(self.schema.tensor_argument_positions)
+        self.lists = tuple(i for i, a in enumerate(arguments) if items_checkable(a.type))
+        self.fast = site is not None and site.fast and bool(self.tensors)
+        positions, names = mutated_positions(self.schema)
+        self.mutated = positions + tuple(self.names.index(n) for n in names)
+        self.namespace: dict[str, Any] = {
+            "__builtins__": builtins,  # Dynamo inlines only functions with real globals
+            "_co_cache": _EMPTY,
+            "_co_dynamo": _dynamo,
+            "_co_op": mirror.torch_op,
+            "_co_route": self.route,
+            "_co_generic": self.generic,
+            "_co_state": local_state,
+            "_co_local": LOCAL_KEYS.get,
+            "_co_type": type,
+            "_co_tuple": tuple,
+            "_co_map": map,
+            "_co_dstack": _dispatch_modes,
+            "_co_fmode": _function_modes,
+            "_co_htf": _C._has_torch_function_variadic,
+            "_co_grad": _grad_enabled,
+            "_co_bump": _bump,
+            "_co_bump_list": _bump_list,
+            "_co_any_grad": _any_grad,
+            "_co_all_cpu": _all_cpu,
+        }
+        self.function: Callable[..., Any] = self._compile()
+
+    # -- the cache (a CacheHolder for customop's epoch clock) --------------------
+
+    @property
+    def cache(self) -> list[Any]:
+        """The fast path's entry."""
+        return self.namespace["_co_cache"]  # type: ignore[no-any-return]
+
+    @cache.setter
+    def cache(self, value: list[Any]) -> None:
+        self.namespace["_co_cache"] = value
+
+    def clear_cache(self) -> None:
+        """Empty the entry (the epoch clock calls this on every registration change)."""
+        self.namespace["_co_cache"] = _EMPTY
+
+    def close(self) -> None:
+        """Make the function safe after the op left torch: never call the old torch op.
+
+        An object that copied the function (a ``@custom_op`` specialized while
+        registered) then calls customop's own code through it.
+        """
+        self.closed = True
+        self.clear_cache()
+        self.namespace["_co_op"] = self.plain
+
+    # -- code ---------------------------------------------------------------------
+
+    def _compile(self) -> Callable[..., Any]:
+        source = self._render() if can_generate(self.schema) else _GENERIC_TEMPLATE
+        filename = f"<customop torch {self.schema.name}>"
+        code = compile(source, filename, "exec")
+        exec(code, self.namespace)
+        lines = source.splitlines(keepends=True)
+        linecache.cache[filename] = (len(source), None, lines, filename)
+        function: Callable[..., Any] = self.namespace.pop("__call__")
+        arguments = self.schema.arguments
+        if can_generate(self.schema):
+            defaults = [MISSING if a.default is None else python_default(a) for a in arguments]
+            function.__defaults__ = tuple(defaults[: self.npos]) or None
+            kw = dict(zip(self.names[self.npos :], defaults[self.npos :], strict=True))
+            function.__kwdefaults__ = kw or None
+        return function
+
+    def _render(self) -> str:
+        names, npos = self.names, self.npos
+        params = [*names[:npos], "*_co_extra", *names[npos:], "**_co_unknown"]
+        call_args = [*names[:npos], *(f"{n}={n}" for n in names[npos:])]
+        values = ", ".join(names) + "," if names else ""
+        fields = {"params": ", ".join(params), "call_args": ", ".join(call_args)}
+        if not self.fast:
+            return _SLOW_TEMPLATE.format(values=values, **fields)
+        cache_test, torch_test = self._fast_tests()
+        return _TEMPLATE.format(
+            cache_test="\n            and ".join(cache_test),
+            torch_test="\n                and ".join(torch_test),
+            kernel_index=len(names) + 1,
+            bumps="".join(f"            {line}\n" for line in self._bumps()),
+            values=values,
+            **fields,
+        )
+
+    def _fast_tests(self) -> tuple[list[str], list[str]]:
+        """What the cache entry proves (argument types: customop's checks passed, every
+        tensor is exactly torch.Tensor), and what each call must still ask torch."""
+        names = self.names
+        # The local keys first: the empty entry fails there, before indexing past its end.
+        tests = ["(_co_c[0] is _co_state.default or _co_c[0] is _co_local())"]
+        tests += [f"_co_type({name}) is _co_c[{i + 1}]" for i, name in enumerate(names)]
+        first = len(names) + 3
+        tests += [
+            f"_co_tuple(_co_map(_co_type, {names[i]})) == _co_c[{first + j}]"
+            for j, i in enumerate(self.lists)
+        ]
+        tests += ["not _co_extra", "not _co_unknown"]
+        asks: list[str] = []
+        grads, cpus, direct = [], [], []
+        for index, kind in self.tensors:
+            name = names[index]
+            if kind == "tensor":
+                direct.append(name)
+                grads.append(f"{name}.requires_grad")
+                cpus.append(f"{name}.is_cpu")
+            elif kind == "optional":
+                direct.append(name)
+                grads.append(f"({name} is not None and {name}.requires_grad)")
+                cpus.append(f"({name} is None or {name}.is_cpu)")
+            else:
+                grads.append(f"_co_any_grad({name})")
+                cpus.append(f"_co_all_cpu({name})")
+        # torch function modes: has_torch_function of the tensors says so (and is cheaper
+        # than asking for the mode stack); with list arguments only, ask directly.
+        asks.append(f"not _co_htf({', '.join(direct)})" if direct else "not _co_fmode()")
+        asks.append("not _co_dstack()")
+        asks.append(f"(not ({' or '.join(grads)}) or not _co_grad())")
+        # The kernel of a cached entry is the cpu one; it serves every device when
+        # customop's table has one kernel for all backends (the entry's `uniform`).
+        asks.append(f"(_co_c[{len(names) + 2}] or ({' and '.join(cpus)}))")
+        return tests, asks
+
+    def _bumps(self) -> list[str]:
+        lines = []
+        for index in self.mutated:
+            name = self.names[index]
+            kind = dict(self.tensors).get(index, "tensor")
+            if kind == "tensor":
+                lines.append(f"_co_bump(({name},))")
+            elif kind == "optional":
+                lines.append(f"if {name} is not None: _co_bump(({name},))")
+            else:
+                lines.append(f"_co_bump_list({name})")
+        return lines
+
+    # -- the slow path --------------------------------------------------------------
+
+    def route(
+        self, values: tuple[Any, ...], extra: tuple[Any, ...], unknown: dict[str, Any]
+    ) -> Any:
+        """A call the fast path did not take: customop's, the kernel's, or torch's."""
+        if self.closed or extra or unknown or any(values[i] is MISSING for i in self.required):
+            return self._customop(values, extra, unknown)
+        if LOCAL_KEYS.get() is not DEFAULT_LOCAL:
+            return self._customop(values, extra, unknown)  # customop's modes and tracing
+        tensors = self._tensors(values)
+        if not any(isinstance(t, _TENSOR) for t in tensors):
+            return self._customop(values, extra, unknown)
+        args, kwargs = self._split(values)
+        exact = all(type(t) is _TENSOR for t in tensors)
+        if not exact and all(isinstance(t, _TENSOR) for t in tensors):
+            return self.mirror.torch_op(*args, **kwargs)  # subclasses: torch checks them
+        for index, check in enumerate(self.checks):
+            if not check(values[index]):
+                argument_type_error(self.schema, index, values[index], self.api, check)
+        if not exact:
+            return self.mirror.torch_op(*args, **kwargs)
+        token = epoch.token
+        cpu_kernel, uniform = self._cpu_kernel()
+        if self.fast and self.plain.is_current:
+            # Types checked, tensors exactly torch.Tensor: later calls like this one skip
+            # this function, to the kernel or to torch, as the entry's questions say.
+            items = [tuple(map(type, values[i])) for i in self.lists]
+            entry = [LOCAL_KEYS.get(), *map(type, values), cpu_kernel, uniform, *items]
+            epoch.fill(token, self, entry)
+        if not self._eager_ok(tensors):
+            return self.mirror.torch_op(*args, **kwargs)
+        kernel = cpu_kernel if uniform or all(t.is_cpu for t in tensors) else self._kernel(values)
+        result = kernel(*args, **kwargs)
+        for index in self.mutated:
+            value = values[index]
+            if value is not None:
+                _bump_list(value) if isinstance(value, list | tuple) else _bump((value,))
+        return result
+
+    def generic(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """The slow path of ops whose arguments cannot be Python parameters."""
+        if self.closed:
+            return self.plain(*args, **kwargs)
+        flat = [*args, *kwargs.values()]
+        found = [v for v in flat if isinstance(v, _TENSOR)]
+        found += [
+            t for v in flat if isinstance(v, list | tuple) for t in v if isinstance(t, _TENSOR)
+        ]
+        if found:
+            return self.mirror.torch_op(*args, **kwargs)
+        return self.plain(*args, **kwargs)
+
+    def _customop(
+        self, values: tuple[Any, ...], extra: tuple[Any, ...], unknown: dict[str, Any]
+    ) -> Any:
+        positional = list(values[: self.npos])
+        keywords = {}
+        missing = [i for i, v in enumerate(positional) if v is MISSING]
+        if missing:
+            cut = missing[0]
+            keywords = {
+                self.names[i]: v for i, v in enumerate(positional) if i > cut and v is not MISSING
+            }
+            positional = positional[:cut]
+        for name, value in zip(self.names[self.npos :], values[self.npos :], strict=True):
+            if value is not MISSING:
+                keywords[name] = value
+        return self.plain(*positional, *extra, **keywords, **unknown)
+
+    def _tensors(self, values: tuple[Any, ...]) -> list[Any]:
+        found: list[Any] = []
+        for index, kind in self.tensors:
+            value = values[index]
+            if kind in ("tensor", "optional"):
+                found.append(value)
+            elif value is not None:
+                found.extend(value)
+        return [t for t in found if t is not None]
+
+    @staticmethod
+    def _eager_ok(tensors: list[Any]) -> bool:
+        if not all(type(t) is _TENSOR for t in tensors):
+            return False
+        if _dispatch_modes() or _function_modes():
+            return False
+        return not (_grad_enabled() and any(t.requires_grad for t in tensors))
+
+    def _kernel(self, values: tuple[Any, ...]) -> Callable[..., Any]:
+        """customop's kernel for these tensors' backend (not its autograd keys)."""
+        handle = self.handle
+        table, mask, extract = handle._state
+        bits = extract(values, {}) & mask & BACKEND_KEYS.bits
+        fn, boxed = table[bits.bit_length() - 1]
+        return partial(fn, handle, keyset_from_bits(bits)) if boxed else fn
+
+    def _cpu_kernel(self) -> tuple[Callable[..., Any], bool]:
+        """customop's cpu kernel, and whether every backend has it (a
+        CompositeExplicitAutograd body), so that it serves every device."""
+        handle = self.handle
+        table = handle._state[0]
+        slot = table[_CPU_INDEX]
+        fn, boxed = slot
+        if boxed:
+            return partial(fn, handle, _CPU_KEYS), False
+        return fn, all(table[index] is slot for index in BACKEND_INDICES)
+
+    def _split(self, values: tuple[Any, ...]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        npos = self.npos
+        if npos == len(values):
+            return values, {}
+        return values[:npos], dict(zip(self.names[npos:], values[npos:], strict=True))

@@ -1,0 +1,276 @@
+"""``customop.torch.register``: which ops are mirrored in torch, kept in step with customop.
+
+One `_Registry` per `Dispatcher` listens to it (defs coming and going, and
+kernel changes through ``on_operator_changed``) and owns a `_Mirrored` per
+op it mirrors: the torch side (`TorchMirror`), the torch-aware call code
+(`TorchCall`), and the customop call objects it gave that code to. What is
+wanted is counted per op name, per ``ns::name`` (all its overloads) and per
+namespace, so registering twice registers once, and an op leaves torch when
+the last handle that wanted it is removed (or when its customop def goes).
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+from weakref import WeakKeyDictionary
+
+from customop.dispatch import Dispatcher, OperatorHandle, RegistrationHandle
+from customop.dispatch._global import dispatcher as default_dispatcher
+from customop.dispatch._kernel import caller_source
+from customop.exceptions import RegistrationError, UnknownOperatorError
+from customop.library import OpOverload, OpOverloadPacket
+from customop.library import _custom_op as custom_op_module
+from customop.library import ops as default_ops
+from customop.library._callhooks import set_overload_hook
+from customop.schema import OperatorName, parse_operator_name
+from customop.torch._callcode import TorchCall
+from customop.torch._mirror import TorchMirror
+
+__all__ = ["register"]
+
+
+class _Mirrored:
+    """One op in torch: the mirror, its call code, and the objects that call through it."""
+
+    def __init__(self, handle: OperatorHandle) -> None:
+        self.mirror = TorchMirror(handle)
+        try:
+            self.call = TorchCall(self.mirror)
+        except BaseException:
+            self.mirror.close()
+            raise
+        self._patched: list[tuple[Any, type]] = []
+        self._shortcuts: list[tuple[dict[str, Any], str, Any]] = []
+
+    def install(self, obj: Any) -> None:
+        """Give ``obj`` (a CustomOpDef, OpOverload or packet) the torch-aware ``__call__``."""
+        cls = type(obj)
+        if getattr(cls, "_co_torch_call", None) is self.call:
+            return
+        namespace: dict[str, Any] = {"__call__": self.call.function, "_co_torch_call": self.call}
+        if "__slots__" in vars(cls):
+            namespace["__slots__"] = ()
+        obj.__class__ = type(f"{cls.__name__}+torch", (cls,), namespace)
+        self._patched.append((obj, cls))
+
+    def shortcut(self, holder: Any, name: str, value: Any) -> None:
+        """Put ``value`` in ``holder``'s instance dict, so Dynamo needs no ``__getattr__``."""
+        attrs = vars(holder)
+        if name not in attrs:
+            attrs[name] = value
+            self._shortcuts.append((attrs, name, value))
+
+    def close(self) -> None:
+        """Give every object its own call back, then leave torch."""
+        for obj, cls in reversed(self._patched):
+            if getattr(type(obj), "_co_torch_call", None) is self.call:
+                obj.__class__ = cls
+        self._patched.clear()
+        for attrs, name, value in reversed(self._shortcuts):
+            if attrs.get(name) is value:
+                del attrs[name]
+        self._shortcuts.clear()
+        self.call.close()
+        self.mirror.close()
+
+
+class _Registry:
+    """What one dispatcher mirrors in torch; an `OperatorListener` of that dispatcher."""
+
+    def __init__(self, dispatcher: Dispatcher) -> None:
+        self.dispatcher = dispatcher
+        self.wanted: dict[str, int] = {}  # "ns::name.overload", "ns::name" or "ns" -> count
+        self.live: dict[OperatorName, _Mirrored] = {}
+        self._handles = [
+            dispatcher.add_listener(self),
+            set_overload_hook(dispatcher, self.adopt),
+        ]
+
+    # -- what is wanted -------------------------------------------------------------
+
+    def wants(self, name: OperatorName) -> bool:
+        keys = (str(name), f"{name.namespace}::{name.name}", name.namespace)
+        return any(key in self.wanted for key in keys)
+
+    def want(self, key: str) -> None:
+        self.wanted[key] = self.wanted.get(key, 0) + 1
+
+    def unwant(self, key: str) -> None:
+        count = self.wanted.get(key, 0) - 1
+        if count > 0:
+            self.wanted[key] = count
+            return
+        self.wanted.pop(key, None)
+        for name in [n for n in self.live if not self.wants(n)]:
+            self.live.pop(name).close()
+
+    # -- listener -------------------------------------------------------------------
+
+    def on_operator_registered(self, op: OperatorHandle) -> None:
+        """A new def: mirror it when a registration wants it (a namespace's new op)."""
+        if self.wants(op.name) and op.name not in self.live:
+            try:
+                self.mirror(op)
+            except RegistrationError as error:  # the customop def stands; say why torch has not
+                warnings.warn(str(error), RuntimeWarning, stacklevel=2)
+
+    def on_operator_deregistered(self, op: OperatorHandle) -> None:
+        """A def removed: the op leaves torch (a later def of the name comes back)."""
+        mirrored = self.live.pop(op.name, None)
+        if mirrored is not None:
+            mirrored.close()
+
+    def on_operator_changed(self, op: OperatorHandle) -> None:
+        """A kernel, fake or formula came or went: torch follows."""
+        mirrored = self.live.get(op.name)
+        if mirrored is not None and op.has_schema:
+            mirrored.mirror.sync()
+
+    def adopt(self, overload: OpOverload) -> None:
+        """A new OpOverload of a mirrored op calls through the torch-aware code."""
+        mirrored = self.live.get(overload.handle.name)
+        if mirrored is not None and overload.schema is mirrored.mirror.schema:
+            mirrored.install(overload)
+
+    # -- mirroring ------------------------------------------------------------------
+
+    def mirror(self, handle: OperatorHandle) -> None:
+        mirrored = _Mirrored(handle)
+        self.live[handle.name] = mirrored
+        for obj in _call_objects(handle):
+            mirrored.install(obj)
+        if handle.dispatcher is default_dispatcher:
+            _shortcuts(mirrored, handle)
+
+    def close(self) -> None:
+        for mirrored in self.live.values():
+            mirrored.close()
+        self.live.clear()
+        for handle in reversed(self._handles):
+            handle.remove()
+
+
+def _call_objects(handle: OperatorHandle) -> list[Any]:
+    """The live customop objects that call ``handle``'s op: they get the torch call."""
+    name = handle.name
+    found: list[Any] = []
+    key = (id(handle.dispatcher), f"{name.namespace}::{name.name}")
+    definition = custom_op_module._live.get(key)
+    # A definition being replaced (by one not made yet) keeps its own call, and its guard.
+    if (
+        definition is not None
+        and definition._replaced_by is None
+        and definition._handle is handle
+        and not name.overload
+    ):
+        found.append(definition)
+        if definition._op is not None:
+            found.append(definition._op)
+    if handle.dispatcher is default_dispatcher:
+        space = default_ops._namespaces.get(name.namespace)
+        packet = space._packets.get(name.name) if space is not None else None
+        if packet is not None:
+            overload = packet._overloads.get(name.overload or "default")
+            if overload is not None and overload.handle is handle:
+                found.append(overload)
+    return found
+
+
+def _shortcuts(mirrored: _Mirrored, handle: OperatorHandle) -> None:
+    """``customop.ops.<ns>.<name>`` as plain attributes, the packet calling through torch.
+
+    Dynamo reads instance attributes, but would have to trace ``__getattr__``.
+    Only an op that is its name's single overload gets a packet call.
+    """
+    name = handle.name
+    space = getattr(default_ops, name.namespace)
+    packet = getattr(space, name.name)
+    overload = packet.overload(name.overload or "default")
+    mirrored.install(overload)
+    mirrored.shortcut(default_ops, name.namespace, space)
+    if packet.overloads() == [name.overload or "default"]:
+        mirrored.install(packet)
+        mirrored.shortcut(space, name.name, packet)
+        mirrored.shortcut(packet, name.overload or "default", overload)
+
+
+_registries: WeakKeyDictionary[Dispatcher, _Registry] = WeakKeyDictionary()
+
+
+def _registry(dispatcher: Dispatcher) -> _Registry:
+    found = _registries.get(dispatcher)
+    if found is None:
+        found = _registries[dispatcher] = _Registry(dispatcher)
+    return found
+
+
+def _target(target: object, dispatcher: Dispatcher | None) -> tuple[Dispatcher, str]:
+    """The dispatcher and wanted key (``ns::name.overload``, ``ns::name`` or ``ns``)."""
+    api = "customop.torch.register"
+    if isinstance(target, str):
+        d = default_dispatcher if dispatcher is None else dispatcher
+        if "::" not in target:
+            if not target.isidentifier():
+                raise ValueError(
+                    f"{api}: {target[:200]!r} is not a namespace or an op name. A target is "
+                    "an op, 'ns::name' or a namespace 'ns'. Pass e.g. 'mylib' or 'mylib::add'."
+                )
+            return d, target
+        name = parse_operator_name(target)
+        if not any(n.namespace == name.namespace and n.name == name.name for n in d._entries):
+            raise UnknownOperatorError(
+                f"{api}: no operator {target[:200]!r} is defined. Only defined ops can be "
+                "defined in torch too. Define it first, or register its namespace to take "
+                "ops defined later."
+            )
+        return d, str(name)
+    if isinstance(target, OpOverloadPacket):
+        return target._dispatcher, target.name
+    handle = getattr(getattr(target, "op", target), "handle", None)
+    if isinstance(handle, OperatorHandle):
+        return handle.dispatcher, str(handle.name)
+    raise TypeError(
+        f"{api}: expected a CustomOpDef, an OpOverload, a packet, 'ns::name' or a namespace, "
+        f"got {target!r:.200}. These name the ops to define in torch. Pass one of them."
+    )
+
+
+def register(target: object, *, dispatcher: Dispatcher | None = None) -> RegistrationHandle:
+    """Define customop ops in ``torch.library``, kernels, fake, formula and tags included.
+
+    Args:
+        target: A `CustomOpDef`, an `OpOverload`, an `OpOverloadPacket` (all its
+            overloads), ``"ns::name"`` (all overloads) or ``"ns::name.overload"``,
+            or a namespace ``"ns"`` (its ops now and those defined later).
+        dispatcher: Where names are looked up (default: ``customop.dispatcher``);
+            op objects carry their own.
+
+    Returns:
+        A handle: removing it removes what it registered in torch. Registering an
+        op twice registers it once; it leaves torch with the last handle.
+
+    Raises:
+        UnknownOperatorError: ``"ns::name"`` names no defined op.
+        RegistrationError: torch refused the definition (the name is defined in
+            torch by other code); nothing is registered then.
+    """
+    d, key = _target(target, dispatcher)
+    source = caller_source()
+    with d._lock:
+        registry = _registry(d)
+        registry.want(key)
+        try:
+            for entry in list(d._entries.values()):
+                wanted = entry.schema is not None and registry.wants(entry.name)
+                if wanted and entry.name not in registry.live:
+                    registry.mirror(entry.handle)
+        except BaseException:
+            registry.unwant(key)
+            raise
+
+    def undo() -> None:
+        with d._lock:
+            registry.unwant(key)
+
+    return RegistrationHandle(undo, description=f"torch {key}", source=source)

@@ -1,0 +1,195 @@
+"""customop's call objects of an op registered in torch: the eager fast path and torch's path."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
+
+import customop
+import customop.torch
+from customop.dispatch import Dispatcher
+
+
+class _Seen(TorchDispatchMode):
+    """Records the ops torch dispatches."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: list[str] = []
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        self.ops.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
+class _Functions(TorchFunctionMode):
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[str] = []
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        self.seen.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
+class _Sub(torch.Tensor):
+    pass
+
+
+@pytest.fixture
+def counted(ns: str, dispatcher: Dispatcher, track: list[Any]) -> tuple[Any, list[int]]:
+    calls: list[int] = []
+
+    def body(x: Any, y: Any) -> Any:
+        calls.append(1)
+        return x + y
+
+    op = customop.custom_op(
+        f"{ns}::add",
+        body,
+        mutates_args=(),
+        schema="(Tensor x, Tensor y) -> Tensor",
+        dispatcher=dispatcher,
+    )
+    op.register_fake(lambda x, y: customop.empty_like(x))
+    track.append(op)
+    track.append(customop.torch.register(op))
+    return op, calls
+
+
+def test_fast_path_runs_the_kernel_without_torch_dispatch(
+    counted: tuple[Any, list[int]], ns: str
+) -> None:
+    op, calls = counted
+    x, y = torch.ones(2), torch.ones(2)
+    op(x, y)  # fills the cache
+    with _Seen() as seen:  # a mode blocks the fast path: torch sees the op
+        assert torch.equal(op(x, y), x + y)
+    assert f"{ns}.add.default" in seen.ops
+    for _ in range(3):
+        assert torch.equal(op(x, y), x + y)
+    assert type(op)._co_torch_call.cache[1] is torch.Tensor  # the cached fast path
+    assert len(calls) == 5
+
+
+def test_function_mode_sees_the_op(counted: tuple[Any, list[int]], ns: str) -> None:
+    op, _ = counted
+    x = torch.ones(2)
+    op(x, x)
+    with _Functions() as mode:
+        op(x, x)
+    assert any(f"{ns}.add" in name for name in mode.seen)
+
+
+def test_subclass_goes_through_torch(counted: tuple[Any, list[int]], ns: str) -> None:
+    op, calls = counted
+    x = torch.ones(2).as_subclass(_Sub)
+    out = op(x, torch.ones(2))
+    assert torch.equal(out, torch.full((2,), 2.0))
+    assert len(calls) == 1
+
+
+def test_grad_inputs_go_through_torch_autograd(
+    ns: str, dispatcher: Dispatcher, track: list[Any]
+) -> None:
+    op = customop.custom_op(
+        f"{ns}::mul",
+        lambda x, y: x * y,
+        mutates_args=(),
+        schema="(Tensor x, Tensor y) -> Tensor",
+        dispatcher=dispatcher,
+    )
+    track.append(op)
+    track.append(customop.torch.register(op))
+    x = torch.ones(2, requires_grad=True)
+    out = op(x, torch.ones(2))
+    assert out.grad_fn is not None  # torch's op, with torch's (warning) autograd fallback
+    with torch.no_grad():
+        assert op(x, torch.ones(2)).grad_fn is None  # grad off: the fast path again
+
+
+@pytest.mark.parametrize("spelling", ["object", "overload", "torch"], ids=str)
+def test_mutated_arguments_bump_the_version(
+    ns: str, dispatcher: Dispatcher, track: list[Any], spelling: str
+) -> None:
+    def fill(x: Any, value: float) -> None:
+        x.fill_(value)  # the kernel runs under torch's version counting too: count once more
+
+    op = customop.custom_op(
+        f"{ns}::fill",
+        fill,
+        mutates_args=("x",),
+        schema="(Tensor(a0!) x, float value) -> ()",
+        dispatcher=dispatcher,
+    )
+    op.register_fake(lambda x, value: None)
+    track.append(op)
+    track.append(customop.torch.register(op))
+    call = {"object": op, "overload": op.op, "torch": getattr(torch.ops, ns).fill.default}[spelling]
+    x = torch.zeros(3)
+    for round_ in range(3):  # the first call fills the cache, the next ones take it
+        before = x._version
+        call(x, float(round_))
+        assert x._version >= before + 2  # fill_'s own bump, and the op's
+        assert torch.equal(x, torch.full((3,), float(round_)))
+
+
+def test_numpy_arrays_keep_customop_semantics(counted: tuple[Any, list[int]]) -> None:
+    np = pytest.importorskip("numpy")
+    op, calls = counted
+    a = np.ones(2)
+    assert (op(a, a) == 2).all()
+    assert len(calls) == 1
+
+
+def test_wrong_arguments_get_customop_errors(counted: tuple[Any, list[int]], ns: str) -> None:
+    op, _ = counted
+    with pytest.raises(TypeError, match=rf"{ns}::add: argument 'y'"):
+        op(torch.ones(1), "no")
+    with pytest.raises(TypeError, match="missing"):
+        op(torch.ones(1))
+    with pytest.raises(TypeError, match="z"):
+        op(torch.ones(1), torch.ones(1), z=1)
+
+
+def test_objects_are_safe_after_removal(ns: str, track: list[Any]) -> None:
+    op = customop.custom_op(
+        f"{ns}::f", lambda x: x + 1, mutates_args=(), schema="(Tensor x) -> Tensor"
+    )
+    track.append(op)
+    handle = customop.torch.register(op)
+    packet = getattr(customop.ops, ns).f
+    x = torch.zeros(1)
+    for call in (op, packet, packet.default):
+        assert torch.equal(call(x), x + 1)
+    call_code = type(op)._co_torch_call
+    handle.remove()
+    # customop's objects got their own call back; the generated code no longer holds
+    # the torch op (calling a torch op object after its removal crashes torch 2.13).
+    assert not hasattr(type(op), "_co_torch_call")
+    assert call_code.namespace["_co_op"] is call_code.plain
+    for call in (op, packet, packet.default, getattr(customop.ops, ns).f):
+        assert torch.equal(call(x), x + 1)
+
+
+def test_redefinition_while_registered(ns: str, track: list[Any]) -> None:
+    first = customop.custom_op(
+        f"{ns}::f", lambda x: x + 1, mutates_args=(), schema="(Tensor x) -> Tensor"
+    )
+    handle = customop.torch.register(f"{ns}::f")
+    second = customop.custom_op(
+        f"{ns}::f", lambda x: x + 2, mutates_args=(), schema="(Tensor x) -> Tensor"
+    )
+    track += [second]
+    x = torch.zeros(1)
+    with pytest.raises(customop.RegistrationError, match="replaced"):
+        first(x)
+    assert torch.equal(second(x), x + 2)  # specialized with the torch-aware call
+    assert torch.equal(getattr(torch.ops, ns).f(x), x + 2)  # the name is still wanted
+    handle.remove()
+    assert torch.equal(second(x), x + 2)  # safe: customop's own path after removal
+    assert torch.equal(second(torch.ones(1, requires_grad=True)), torch.full((1,), 3.0))
