@@ -41,8 +41,8 @@ def test_bitsandbytes_define_register_fake_register_kernel(ns: str, track: list[
         scale = absmax.repeat_interleave(blocksize)[: packed.numel()].reshape(packed.shape)
         return (packed.to(dtype) * scale.to(dtype)) / 127
 
-    track.append(customop.register_fake(f"{ns}::dequantize", fake))
-    track.append(customop.register_kernel(f"{ns}::dequantize", "cpu", kernel))
+    track.append(customop.handle_of(customop.register_fake(f"{ns}::dequantize", fake)))
+    track.append(customop.handle_of(customop.register_kernel(f"{ns}::dequantize", "cpu", kernel)))
     track.append(customop.torch.register(f"{ns}::dequantize"))
     packed = torch.randint(-127, 127, (4, 8), dtype=torch.int8)
     absmax = torch.rand(4) * 3
@@ -60,7 +60,9 @@ def test_vllm_infer_schema_and_library_define(ns: str, track: list[Any]) -> None
     track.append(lib)
     lib.define(f"silu_and_mul{schema}")
     lib.impl("silu_and_mul", silu_and_mul, "CPU")
-    track.append(customop.register_fake(f"{ns}::silu_and_mul", lambda out, x: None))
+    track.append(
+        customop.handle_of(customop.register_fake(f"{ns}::silu_and_mul", lambda out, x: None))
+    )
     track.append(customop.torch.register(ns))
 
     op = getattr(torch.ops, ns).silu_and_mul  # vLLM calls torch.ops._C.silu_and_mul

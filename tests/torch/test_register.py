@@ -156,12 +156,12 @@ def test_later_registrations_reach_torch(ns: str, dispatcher: Dispatcher, track:
     x = torch.zeros(2)
     torch_op = getattr(torch.ops, ns).f.default
     with pytest.warns(customop.KernelOverrideWarning):
-        kernel = op.register_kernel("cpu", lambda x: x + 5)
+        kernel = customop.handle_of(op.register_kernel("cpu", lambda x: x + 5))
     assert torch.equal(torch_op(x), x + 5)
     kernel.remove()
     assert torch.equal(torch_op(x), x + 1)
     assert not _has_kernel(f"{ns}::f", "Meta")
-    fake = op.register_fake(lambda x: customop.empty_like(x))
+    fake = customop.handle_of(op.register_fake(lambda x: customop.empty_like(x)))
     with FakeTensorMode():
         assert torch_op(torch.empty(3)).shape == (3,)
     fake.remove()
