@@ -317,6 +317,28 @@ class Dispatcher(Lookup):
         kernel for the key (see the table precedence). ``wrapper=True`` is for
         backends whose arrays wrap other arrays (Dask): the fallback then also
         beats composite kernels; only a kernel on the key itself beats it.
+
+        Args:
+            key: the dispatch key (a `DispatchKey` or its name); an alias key
+                registers the fallback on every runtime key it expands to.
+            kernel: the boxed function, called as ``kernel(op, keyset, *args, **kwargs)``
+                with the `OperatorHandle` being called and the call's key set; it
+                may be `fallthrough`, to skip the key for every op without a kernel on it.
+            debug: free text shown beside the source in dumps and errors.
+            wrapper: serve the key ahead of CompositeExplicitAutograd and
+                CompositeImplicitAutograd kernels, so an op with a composite
+                kernel still reaches the fallback (which would otherwise compute on
+                the wrapper array instead of on what it wraps).
+
+        Returns:
+            A handle whose ``remove()`` unregisters the fallback on every key it was
+            registered on.
+
+        Raises:
+            DispatchKeyError: ``key`` is not a dispatch key.
+            RegistrationError: one of the keys already has a fallback (the
+                Autograd keys have `fallthrough` ones unless the dispatcher was made
+                with ``autograd_fallthrough=False``).
         """
         api = "register_fallback"
         dispatch_key = self.parse_key(key, api=api)

@@ -118,7 +118,16 @@ class DispatchMode:
 
 
 def active_modes() -> tuple[DispatchMode, ...]:
-    """The modes active in this thread and task, outermost first."""
+    """The modes active in this thread and task, outermost first.
+
+    Inside a mode's ``__dispatch__`` that mode is popped while it runs,
+    so it is not in the result; an empty tuple means calls reach the kernels
+    without passing through any mode.
+
+    Returns:
+        The active `DispatchMode` instances, the one entered first at index 0 and
+        the one that sees a call first at index -1.
+    """
     return tuple(frame.mode for frame in _STACK.get())
 
 

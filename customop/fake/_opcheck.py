@@ -255,6 +255,29 @@ def opcheck(
 
     Raises:
         OpCheckError: naming the op, the check and what went wrong.
+
+    Examples:
+        >>> import numpy as np
+        >>> import customop
+        >>> d = customop.Dispatcher()
+        >>> _ = customop.tensor.install_backends(d)  # FakeTensor as an array type of d
+        >>> @customop.custom_op("doccheck::double", mutates_args=(), dispatcher=d)
+        ... def double(x: np.ndarray) -> np.ndarray:
+        ...     return x * 2
+        >>> fake = double.register_fake(lambda x: customop.empty_like(x))
+        >>> customop.opcheck(double, (np.ones(3),))
+        {'test_schema': 'SUCCESS', 'test_faketensor': 'SUCCESS', 'test_trace': 'SUCCESS'}
+
+        A wrong fake impl fails test_faketensor; with ``raise_exception=False``
+        the error is the check's entry instead of being raised:
+
+        >>> customop.handle_of(fake).remove()
+        >>> _ = double.register_fake(lambda x: customop.new_empty(x, (1,)))
+        >>> result = customop.opcheck(double, (np.ones(3),), raise_exception=False)
+        >>> print(result["test_faketensor"])
+        opcheck(doccheck::double): test_faketensor failed: output 0 of the fake impl has
+        shape (1,) but the kernel's is (3,). Fix the fake impl (registered with
+        register_fake) to compute the kernel's metadata.
     """
     name = str(_schema_of(op).name)
     names = _checks_to_run(checks, test_utils, grad)

@@ -150,6 +150,20 @@ class CustomOpDef(Generic[P, R]):
         """Register ``fn`` as the kernel for ``device_types`` (a decorator without ``fn``).
 
         Returns ``fn``, as torch does; ``customop.handle_of(fn)`` is the handle.
+
+        Args:
+            device_types: ``"cpu"``, ``"cuda"``, a renamed backend's device type, a
+                sequence of them, or None / ``"default"`` for every device
+                (a CompositeExplicitAutograd kernel).
+            fn: the kernel; its parameters are checked against the op's schema now.
+
+        Returns:
+            ``fn`` itself (or, without ``fn``, a decorator that registers the
+            function it decorates and returns it). The kernel is removed when the
+            op is redefined, or by ``customop.handle_of(fn).remove()``.
+
+        Raises:
+            RegistrationError: a device type is unknown, or ``fn`` does not fit the schema.
         """
         # NOTE: decorator-or-call. Without fn this returns a decorator that
         # registers the function it decorates; with fn it registers at once.
@@ -175,6 +189,19 @@ class CustomOpDef(Generic[P, R]):
         """Register the fake (shape-only) impl, checked against the schema now.
 
         Returns ``fn``, as torch does; ``customop.handle_of(fn)`` is the handle.
+
+        Args:
+            fn: the fake impl: takes the op's arguments (FakeTensors for tensors)
+                and returns outputs with the kernel's shapes, dtypes and devices
+                (e.g. from `customop.empty_like`).
+
+        Returns:
+            ``fn`` itself (or, without ``fn``, a decorator that registers the
+            function it decorates and returns it).
+
+        Raises:
+            RegistrationError: ``fn`` does not fit the schema, or the op has a
+                CompositeImplicitAutograd kernel, which would run on fakes instead.
         """
         self._guard()
 
@@ -186,7 +213,22 @@ class CustomOpDef(Generic[P, R]):
     def register_blockwise(
         self, spec: str, *, combine: Callable[[Any, Any], Any] | None = None
     ) -> RegistrationHandle:
-        """Declare how chunks line up (``"ij,jk->ik"``); see `customop.register_blockwise`."""
+        """Declare how chunks line up (``"ij,jk->ik"``); see `customop.register_blockwise`.
+
+        Args:
+            spec: the rule in index notation, one comma-separated term per tensor
+                argument, then ``->`` and the result's; an uppercase letter is a
+                dimension that must stay in one chunk.
+            combine: merges two partial results of a contracted dimension (one
+                that appears in the arguments but not the result); default: sum.
+
+        Returns:
+            The rule's handle; its ``remove()`` drops the rule, as does redefining the op.
+
+        Raises:
+            RegistrationError: the spec is malformed, does not match the op's
+                tensor arguments, or the op already has a rule.
+        """
         self._guard()
         return register_blockwise_on(self._library, self._handle, spec, combine)
 

@@ -306,6 +306,25 @@ def register_fake(
     Raises:
         RegistrationError: ``fn`` does not fit the schema, or a fake impl
             exists and ``allow_override`` is False.
+
+    Examples:
+        >>> import numpy as np
+        >>> import customop
+        >>> d = customop.Dispatcher()
+        >>> _ = customop.tensor.install_backends(d)  # FakeTensor as an array type of d
+        >>> lib = customop.Library("docfake", "DEF", dispatcher=d)
+        >>> def pairs_cpu(x):
+        ...     return np.stack([x, x], axis=1)
+        >>> _ = lib.define("pairs(Tensor x) -> Tensor", kernels={"CPU": pairs_cpu})
+        >>> @customop.register_fake("docfake::pairs", dispatcher=d)
+        ... def pairs_fake(x):
+        ...     return customop.new_empty(x, (x.shape[0], 2))
+        >>> pairs = d.find_op("docfake::pairs")
+        >>> with customop.FakeTensorMode() as mode:
+        ...     print(pairs(mode.from_real(np.zeros(5))))
+        FakeTensor(shape=(5, 2), dtype=float64, device=cpu)
+        >>> customop.handle_of(pairs_fake).description  # the decorator returned the function
+        'impl docfake::pairs Fake'
     """
 
     def register(fake: F) -> F:

@@ -120,6 +120,26 @@ class Library:
         `Dispatcher.register_def`). ``tags`` is a tag, or a sequence of them: a
         str, or a ``torch.Tag`` (read by its name). ``alias_analysis`` is
         torch's: aliasing always comes from the schema (``"FROM_SCHEMA"``).
+
+        Args:
+            schema: the schema, as text or a parsed `FunctionSchema`; it must have a
+                name, and one without a namespace gets this library's.
+            alias_analysis: torch's argument; only ``""`` and ``"FROM_SCHEMA"``
+                are accepted, as aliasing is read from the schema's annotations.
+            tags: a tag or a sequence of tags (str or ``torch.Tag``).
+            source: where the def is reported to come from; default: the
+                caller's file and line.
+            kernels: the op's first kernels, ``{dispatch key: fn}``, registered
+                in the same write as the def.
+
+        Returns:
+            The def's handle; its ``remove()`` (or closing the library) takes the
+            op and ``kernels`` away.
+
+        Raises:
+            RegistrationError: the library is closed or an IMPL library, the
+                schema has no name or names another namespace, ``alias_analysis``
+                is not supported, or the op is defined already.
         """
         api = "Library.define"
         self._check_open(api)
@@ -174,6 +194,29 @@ class Library:
         `register_kernel` does. With ``allow_override=False`` a kernel already
         registered for the key is an error instead of being overridden (with
         a warning). ``source`` is as for `define`.
+
+        Args:
+            name: the op, as ``"op"``, ``"op.overload"`` or ``"ns::op"`` (in this
+                library's namespace); it may be defined later.
+            fn: the kernel, called with the op's arguments.
+            dispatch_key: the key ``fn`` serves (a `DispatchKey` or its name);
+                None or ``""``: the library's own key, else CompositeImplicitAutograd.
+            with_keyset: call ``fn(keyset, *args, **kwargs)`` with the call's
+                `DispatchKeySet` (``fn``'s signature is then not checked).
+            allow_override: with False, refuse when the op already has a kernel
+                for the key.
+            source: where the registration is reported to come from; default:
+                the caller's file and line.
+
+        Returns:
+            The kernel's handle; its ``remove()`` (or closing the library)
+            restores the kernel this one overrode.
+
+        Raises:
+            RegistrationError: the library is closed, ``name`` is in another
+                namespace, ``fn`` does not fit the op's schema, or a kernel
+                exists and ``allow_override`` is False.
+            DispatchKeyError: ``dispatch_key`` is not a dispatch key.
         """
         api = "Library.impl"
         self._check_open(api)
@@ -267,6 +310,23 @@ class Library:
         Passing torch's ``with_keyset`` selects torch's conventions:
         ``with_keyset=False`` calls ``fn(op, *args, **kwargs)``,
         ``with_keyset=True`` calls ``fn(keyset, op, *args, **kwargs)``.
+
+        Args:
+            fn: the fallback, which receives the `OperatorHandle` being called
+                (and its `DispatchKeySet`, as above); or `fallthrough`, to skip the key.
+            dispatch_key: the key it serves; default: the library's own key
+                (IMPL libraries). An alias key registers on each key it expands to.
+            with_keyset: None for customop's calling convention, or torch's
+                False / True as described above.
+
+        Returns:
+            The fallback's handle; its ``remove()`` (or closing the library)
+            unregisters it.
+
+        Raises:
+            RegistrationError: the library is closed, no key was given and the
+                library has none, or the key already has a fallback.
+            DispatchKeyError: ``dispatch_key`` is not a dispatch key.
         """
         api = "Library.fallback"
         self._check_open(api)

@@ -47,7 +47,18 @@ class FakeImplCtx:
         return self.shape_env.new_symint(min, max)
 
     def create_unbacked_symint(self, *, min: int = 0, max: int | None = None) -> SymInt:
-        """Deprecated alias of `new_dynamic_size` (torch's old name); warns."""
+        """Deprecated alias of `new_dynamic_size` (torch's old name); warns.
+
+        Args:
+            min: the smallest value the size can take.
+            max: the largest value, or None for no upper bound.
+
+        Returns:
+            The new `SymInt`, as `new_dynamic_size` makes it.
+
+        Warns:
+            DeprecationWarning: on every call, pointing at the caller's line.
+        """
         warnings.warn(
             "FakeImplCtx.create_unbacked_symint is deprecated, as in torch. It is another name "
             "for new_dynamic_size. Call get_ctx().new_dynamic_size() instead.",

@@ -109,6 +109,22 @@ def empty(
     array; ``empty(4, device="toy")`` an array of the backend registered for
     device type ``"toy"`` (with an ``empty`` function). ``layout`` takes torch's
     spellings of the dense layout (``None``, ``"strided"``, ``torch.strided``).
+
+    Args:
+        shape: the sizes: an int, or a sequence of ints >= 0 and `SymInt`s.
+        dtype: the element type (a customop `dtype`, a numpy or torch dtype, or its name).
+        device: the device (``"cpu"``, ``"cuda:0"``, ``"meta"``, a `Device`...).
+        dispatcher: where the backends of other devices are looked up;
+            default: ``customop.dispatcher``.
+        layout: torch's ``layout=``; only the dense (strided) layout is accepted.
+
+    Returns:
+        A `FakeTensor` inside a fake mode, for a symbolic size or on the ``meta``
+        device; else a numpy array on the cpu, or an array of the device's backend.
+
+    Raises:
+        ValueError: a size is negative, ``layout`` is not the dense one, or no
+            backend with an ``empty`` function is registered for the device.
     """
     api = "empty"
     if layout is not None:

@@ -151,7 +151,28 @@ class SymBool:
         return SymBool(_negate(self._node))
 
     def evaluate(self, values: Mapping[str, int]) -> bool:
-        """The truth with each symbol replaced by ``values[name]``."""
+        """The truth with each symbol replaced by ``values[name]``.
+
+        It does not decide the condition for the symbols themselves (that is
+        `decided`): it answers for one assignment of sizes, as `SymInt.evaluate`.
+
+        Args:
+            values: a size for each symbol of the condition, by name (``{"s0": 4}``).
+
+        Returns:
+            Whether the condition holds for these sizes.
+
+        Raises:
+            KeyError: a symbol of the condition has no entry in ``values``.
+
+        Examples:
+            >>> from customop.tensor import ShapeEnv
+            >>> env = ShapeEnv()
+            >>> s0, s1 = env.new_symint(), env.new_symint()
+            >>> condition = (s0 == s1) | (s0 < 8)
+            >>> condition.evaluate({"s0": 3, "s1": 5}), condition.evaluate({"s0": 9, "s1": 5})
+            (True, False)
+        """
         return _evaluate(self._node, values)
 
     def _record(self) -> list[str]:
