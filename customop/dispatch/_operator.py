@@ -64,8 +64,8 @@ class OperatorHandle:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         table, mask, extract = self._state
-        included, kept, _ = _local_get()
-        bits = (extract(args, kwargs) | included) & kept & mask
+        local = _local_get()
+        bits = (extract(args, kwargs) | local.included) & local.kept & mask
         # An empty set gives index -1: the table's last slot, which reports the error.
         fn, boxed = table[bits.bit_length() - 1]
         if boxed:
@@ -89,8 +89,8 @@ class OperatorHandle:
     def dispatch_keyset(self, *args: Any, **kwargs: Any) -> DispatchKeySet:
         """The keys a call with these arguments dispatches on; the highest one runs."""
         _, mask, extract = self._state
-        included, kept, _ = _local_get()
-        return keyset_from_bits((extract(args, kwargs) | included) & kept & mask)
+        local = _local_get()
+        return keyset_from_bits((extract(args, kwargs) | local.included) & local.kept & mask)
 
     def table_entry(self, key: DispatchKey | str) -> TableEntry:
         """The computed table entry for a runtime key: kernel, source and reason."""
@@ -106,8 +106,8 @@ def missing_kernel(
 ) -> NoReturn:
     """The table's entry for keys with no kernel: raises `MissingKernelError`."""
     entry = op._entry
-    included, kept, _ = _local_get()
-    call_keys = keyset_from_bits((entry.extract(args, kwargs) | included) & kept)
+    local = _local_get()
+    call_keys = keyset_from_bits((entry.extract(args, kwargs) | local.included) & local.kept)
     raise missing_kernel_error(entry.dispatcher, op, keyset, call_keys)
 
 

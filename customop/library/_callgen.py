@@ -78,6 +78,7 @@ class CallSite:
         "api",
         "checks",
         "fast",
+        "function",
         "guard",
         "handle",
         "is_tensor",
@@ -125,6 +126,8 @@ class CallSite:
         self.namespace: dict[str, Any] = {"_co_cache": _EMPTY, "_co_older": _EMPTY}
         #: Raises when the owner may no longer call (e.g. a replaced @custom_op).
         self.guard: Callable[[], None] | None = None
+        #: The generated call function (set by `compile_call`).
+        self.function: Callable[..., Any] = self.slow
 
     # NOTE: a cache entry is [local keys, type of each argument..., kernel,
     # item types of each list in `lists`...]. Two entries, the newest and the
@@ -152,11 +155,10 @@ class CallSite:
 
     def kernel(self, values: tuple[Any, ...]) -> Callable[..., Any]:
         """The kernel for these arguments now; fills the cache when it may."""
-        token = epoch.token  # read first: a change meanwhile leaves a stale token behind
+        token = epoch.calls  # read first: a change meanwhile leaves a stale token behind
         table, mask, extract = self.handle._state
         local = _local_get()
-        included, kept, _ = local
-        bits = (extract(values, {}) | included) & kept & mask
+        bits = (extract(values, {}) | local.included) & local.kept & mask
         fn, boxed = table[bits.bit_length() - 1]
         if boxed:
             fn = partial(fn, self.handle, DispatchKeySet.from_bits(bits))
@@ -288,6 +290,7 @@ def compile_call(site: CallSite) -> Callable[..., Any]:
     # A full entry (size, mtime None, lines, name), which checkcache keeps:
     # linecache never loads a "<...>" name lazily, so tracebacks would show no source.
     linecache.cache[filename] = (sum(map(len, lines)), None, lines, filename)
+    site.function = fn
     return fn
 
 

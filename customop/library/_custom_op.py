@@ -78,11 +78,12 @@ class CustomOpDef(Generic[P, R]):
 
     def _specialize(self) -> Callable[..., Any]:
         overload = self.op
-        if overload._site is None:  # no generated code: the OpOverload's generic path
+        site = overload._site
+        if site is None:  # no generated code: the OpOverload's generic path
             return overload
         with _bind_lock:
             if type(self) is CustomOpDef:
-                namespace = {"__call__": vars(type(overload))["__call__"]}  # the staticmethod
+                namespace = {"__call__": staticmethod(site.function)}
                 self.__class__ = type(f"CustomOpDef[{self.name}]", (_Specialized,), namespace)
         return self.__call__
 
