@@ -80,7 +80,7 @@ class OperatorHandle:
         applied again: ``keyset`` already went through them.
         """
         table, mask, _ = self._state
-        bits = keyset.bits & mask
+        bits = keyset._bits & mask
         fn, boxed = table[bits.bit_length() - 1]
         if boxed:
             return fn(self, keyset_from_bits(bits), *args, **kwargs)

@@ -47,8 +47,12 @@ class FakeTensorMode:
         return FakeTensor(tuple(sizes), to_dtype(x.dtype), device_of(x))
 
     def make_fake(self, shape: tuple[IntLike, ...], dtype: dtype, device: Device) -> FakeTensor:
-        """`FakeTensorFactory`: what ``customop.empty`` and friends return in the mode."""
-        return FakeTensor(shape, dtype, device)
+        """`FakeTensorFactory`: what ``customop.empty`` and friends return in the mode.
+
+        The factory helpers pass metadata they have checked already, so this
+        builds the fake without validating it again (a fake impl's hot path).
+        """
+        return FakeTensor._new(shape, dtype, device)
 
     def new_dynamic_size(self, *, min: int = 0, max: int | None = None) -> SymInt:
         return self.shape_env.new_symint(min, max)
