@@ -111,8 +111,16 @@ def missing_kernel(
     raise missing_kernel_error(entry.dispatcher, op, keyset, call_keys)
 
 
-def undefined_kernel(
-    op: OperatorHandle, keyset: DispatchKeySet, *args: Any, **kwargs: Any
-) -> NoReturn:
-    """Every entry of an operator without a schema: raises `UnknownOperatorError`."""
+def undefined_kernel(op: OperatorHandle, keyset: DispatchKeySet, *args: Any, **kwargs: Any) -> Any:
+    """Every entry of an operator without a schema: raises `UnknownOperatorError`.
+
+    A call may read the table in the middle of a write that redefines the op
+    (a @custom_op redefinition is one write): it waits for the registration
+    lock, and calls again if the op is defined by then.
+    """
+    entry = op._entry
+    with entry.dispatcher._lock:
+        defined = entry.schema is not None
+    if defined:
+        return op(*args, **kwargs)
     raise no_schema_error(str(op.name), str(op.name))

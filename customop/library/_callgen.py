@@ -217,6 +217,11 @@ class CallSite:
             if values[index] is MISSING:
                 binding_error(self.schema, values, extra, self.api)
         if self.guard is not None or self.handle._entry.schema is not self.schema:
+            if self.handle._entry.schema is None:
+                # Undefined, or in the middle of a write (a @custom_op redefinition
+                # is one): the write holds the lock; decide after it.
+                with self.handle._entry.dispatcher._lock:
+                    pass
             self.check_schema()
         for index, check in enumerate(self.checks):
             if not check(values[index]):

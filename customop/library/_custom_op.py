@@ -21,6 +21,7 @@ from customop.exceptions import RegistrationError
 from customop.library._checks import Check, attach_value_checks
 from customop.library._hooks import device_keys, register_fake_on, register_kernel_on
 from customop.library._library import Library
+from customop.library._lifetime import live_definition, record_definition, remove_definition
 from customop.library._options import CustomOpOptions, check_mutates_against, make_options
 from customop.library._overload import OpOverload, bind_overload
 from customop.schema import (
@@ -169,6 +170,17 @@ class CustomOpDef(Generic[P, R]):
 
         return register if fn is None else register(fn)
 
+    def remove(self) -> None:
+        """Remove the op: its def, every kernel registered through this object,
+        and the call code made for it (idempotent). The name may then be defined
+        again; calling this object afterwards raises `RegistrationError`."""
+        remove_definition(self)
+
+    @property
+    def handle(self) -> RegistrationHandle:
+        """A `RegistrationHandle` whose ``remove()`` is `remove` (``with op.handle:``)."""
+        return RegistrationHandle(self.remove, description=f"custom_op {self.name}", source=self.source)
+
     def __repr__(self) -> str:
         state = " (replaced)" if self._replaced_by else ""
         return f"<CustomOpDef {self._schema}{state}>"
@@ -183,9 +195,6 @@ class _Specialized(CustomOpDef[Any, Any]):
         pass
 
 
-# (dispatcher id, name) -> the live definition, so a redefinition can replace it.
-_live: dict[tuple[int, str], CustomOpDef[Any, Any]] = {}
-_live_lock = threading.Lock()
 # Guards the one-time binding of a definition's OpOverload and call code.
 _bind_lock = threading.Lock()
 
@@ -269,9 +278,9 @@ def _define(
     schema, choices = _schema_of(options, fn)
     keys = device_keys(dispatcher, options.device_types, "custom_op")
     source = caller_source()
-    key = (id(dispatcher), options.name)
-    with _live_lock:
-        old = _live.get(key)
+    # One write under the registration lock: see `_lifetime`.
+    with dispatcher._lock:
+        old = live_definition(dispatcher, options.name)
         existing = dispatcher.find_op(options.name)
         if existing is not None and (old is None or old._library.closed):
             raise RegistrationError(
@@ -295,7 +304,7 @@ def _define(
         if checks:
             library._adopt(_detaching(attach_value_checks(schema, checks)))
         definition = CustomOpDef(options, fn, schema, library, handle=handle, source=source)
-        _live[key] = definition
+        record_definition(definition)
     return definition
 
 

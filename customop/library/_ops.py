@@ -21,6 +21,7 @@ from typing import Any, Final
 from customop.dispatch import Dispatcher, OperatorHandle
 from customop.dispatch._global import dispatcher as default_dispatcher
 from customop.library._binding import MISSING
+from customop.library._lifetime import forget_code
 from customop.library._callgen import CallSite, compile_call, type_checkable
 from customop.library._overload import OpOverload, bind_overload
 from customop.library._resolve import choose_overload
@@ -136,10 +137,11 @@ class OpOverloadPacket:
         """The only overload, if there is exactly one (refreshed when the defs change)."""
         token = self._token  # read first: news meanwhile leaves a stale token behind
         if token is not self._seen:
-            names = self.overloads()
-            self._choices = {}
-            self._single = self.overload(names[0]) if len(names) == 1 else None
-            self._seen = token
+            with self._dispatcher._lock:  # never decide in the middle of a write
+                names = self.overloads()
+                self._choices = {}
+                self._single = self.overload(names[0]) if len(names) == 1 else None
+                self._seen = token
         single = self._single
         # A redefinition with an equal schema keeps the name's overloads: rebind.
         if single is not None and single.handle._entry.schema is not single.schema:
@@ -305,6 +307,7 @@ class Ops:
             packet._changed()
 
     def _removed(self, name: OperatorName) -> None:
+        forget_code(str(name))
         ns = name.namespace
         names = self._index.get(ns, {})
         overloads = names.get(name.name, {})
