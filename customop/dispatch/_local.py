@@ -157,7 +157,8 @@ class EpochClock:
         self._lock = threading.Lock()
         self._next = 1
         self._active = 0
-        self._filled: dict[CacheHolder, None] = {}  # an ordered set, by identity
+        # Weak: a filled cache must not keep its op (and a private dispatcher) alive.
+        self._filled: weakref.WeakSet[CacheHolder] = weakref.WeakSet()
         self.token = self.calls = Epoch(0)
 
     @property
@@ -177,19 +178,19 @@ class EpochClock:
         with self._lock:
             if self.calls is token:
                 holder.cache = cache
-                self._filled[holder] = None
+                self._filled.add(holder)
 
     def forget(self, holder: CacheHolder) -> None:
         """Stop tracking ``holder`` (its op is gone); empties its cache."""
         with self._lock:
-            self._filled.pop(holder, None)
+            self._filled.discard(holder)
             holder.clear_cache()
 
     def _clear_calls(self) -> Epoch:
         self.calls = Epoch(self._next)
         self._next += 1
-        filled, self._filled = self._filled, {}
-        for holder in filled:
+        filled, self._filled = self._filled, weakref.WeakSet()
+        for holder in list(filled):
             holder.clear_cache()
         return self.calls
 

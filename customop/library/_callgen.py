@@ -75,6 +75,7 @@ class CallSite:
     """What a generated call function closes over: the op, its checks, its cache."""
 
     __slots__ = (
+        "__weakref__",
         "api",
         "checks",
         "fast",
@@ -90,6 +91,7 @@ class CallSite:
         "schema",
         "static_keys",
         "tensors",
+        "values",
     )
 
     def __init__(
@@ -111,8 +113,12 @@ class CallSite:
         # choices), nor for optional or fixed-size lists, tuples and dicts.
         #: Indices of the list arguments whose items' types the cache keeps too.
         self.lists = tuple(i for i, a in enumerate(arguments) if items_checkable(a.type))
-        self.fast = not value_checks and all(
-            type_checkable(a.type) or i in self.lists for i, a in enumerate(arguments)
+        #: Value-checked arguments whose check is membership in a set of allowed
+        #: values (Literal choices): the fast path tests that, after their type.
+        self.values: dict[int, frozenset[Any]] = _membership(value_checks or {})
+        self.fast = len(self.values) == len(value_checks or {}) and all(
+            type_checkable(a.type) or i in self.lists or i in self.values
+            for i, a in enumerate(arguments)
         )
         self.npos = sum(1 for arg in arguments if not arg.kwarg_only)
         self.keywords = tuple(arg.name for arg in arguments if arg.kwarg_only)
@@ -203,6 +209,7 @@ class CallSite:
         self.checks = _checks_for(current, self.is_tensor, value_checks)
         if value_checks:
             self.fast = False
+            self.clear_cache()
 
     def slow(
         self,
@@ -237,6 +244,16 @@ class CallSite:
     def split(self, values: tuple[Any, ...]) -> tuple[tuple[Any, ...], dict[str, Any]]:
         npos = self.npos
         return values[:npos], dict(zip(self.keywords, values[npos:], strict=True))
+
+
+def _membership(value_checks: dict[int, Check]) -> dict[int, frozenset[Any]]:
+    """The allowed values of each value check that is a set membership test."""
+    found: dict[int, frozenset[Any]] = {}
+    for index, check in value_checks.items():
+        allowed = getattr(check, "allowed", None)
+        if type(allowed) is frozenset:
+            found[index] = allowed
+    return found
 
 
 def _checks_for(
@@ -275,7 +292,7 @@ def compile_call(site: CallSite) -> Callable[..., Any]:
     schema = site.schema
     names = tuple(arg.name for arg in schema.arguments)
     npos = site.npos
-    shape = Shape(len(names), npos, site.lists, site.fast)
+    shape = Shape(len(names), npos, site.lists, site.fast, tuple(site.values))
     named, lines = named_code(shape, names)
     filename = f"<customop generated {schema.name}>"
     # Python's own binding errors name the op by the code's qualname.
@@ -288,6 +305,7 @@ def compile_call(site: CallSite) -> Callable[..., Any]:
         _co_state=local_state,
         _co_tuple=tuple,
         _co_map=map,
+        **{f"_co_v{index}": allowed for index, allowed in site.values.items()},
     )
     defaults = [MISSING if a.default is None else python_default(a) for a in schema.arguments]
     fn = FunctionType(code, namespace, "__call__", tuple(defaults[:npos]) or None)

@@ -216,6 +216,8 @@ def _one_of(choices: Choices) -> Check:
         return value in members or (isinstance(value, str) and value in allowed)
 
     check.choices = choices.values  # type: ignore[attr-defined]  # listed in the TypeError
+    # The generated fast path tests membership in this set once the type matched.
+    check.allowed = members | allowed  # type: ignore[attr-defined]
     return check
 
 

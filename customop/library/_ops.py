@@ -191,6 +191,7 @@ class _PacketSite(CallSite):
     def __init__(self, packet: OpOverloadPacket, overload: OpOverload, site: CallSite) -> None:
         super().__init__(site.handle, site.schema, site.is_tensor, site.api)
         self.checks = site.checks
+        self.values = site.values
         self.fast = site.fast
         self.guard = site.guard
         self.packet = packet
