@@ -155,6 +155,10 @@ def torch_inline_ns() -> dict[str, float]:
 # -- calls disturbed by include/exclude blocks -------------------------------------
 
 
+def _fake(x: Any) -> Any:
+    return customop.empty_like(x)
+
+
 def block_rows() -> dict[str, tuple[float, str]]:
     """Calls after a FakeTensorMode block per step, against the same steps undisturbed."""
     x = np.zeros(4)
@@ -164,7 +168,7 @@ def block_rows() -> dict[str, tuple[float, str]]:
         fn = customop.custom_op(
             f"hotblock::f{i}", kernel, mutates_args=(), schema="(Tensor x) -> Tensor"
         )
-        fn.register_fake(lambda x: customop.empty_like(x))
+        fn.register_fake(_fake)
         fns.append(fn)
 
     def step_calls() -> None:
@@ -206,7 +210,7 @@ def block_rows() -> dict[str, tuple[float, str]]:
     rerun = (ns["block + graph.run"] - ns["block"]) / ns["graph.run"]
     per_node = (ns["block + graph.run"] - ns["block"]) / n
     return {
-        "calls after a FakeTensorMode block": (disturbed, f"vs undisturbed, <= 1.5x"),
+        "calls after a FakeTensorMode block": (disturbed, "vs undisturbed, <= 1.5x"),
         "graph re-run after a block": (rerun, f"{per_node:.0f} ns/node, vs plain re-run"),
     }
 
@@ -225,7 +229,10 @@ def fake_ns() -> tuple[float, float]:
     with customop.FakeTensorMode() as mode:
         x = mode.from_real(np.zeros((8, 4), dtype=np.float32))
         ns = best_ns(
-            {"op": (lambda: f(x, x), 20_000), "empty_like": (lambda: customop.empty_like(x), 20_000)},
+            {
+                "op": (lambda: f(x, x), 20_000),
+                "empty_like": (lambda: customop.empty_like(x), 20_000),
+            },
             rounds=20,
         )
     return ns["op"], ns["empty_like"]
@@ -238,7 +245,10 @@ def torch_fake_ns() -> float | None:
     except ImportError:
         return None
     op = torch.library.custom_op(
-        "hotfaketorch::f", lambda x, y: x + y, mutates_args=(), schema="(Tensor x, Tensor y) -> Tensor"
+        "hotfaketorch::f",
+        lambda x, y: x + y,
+        mutates_args=(),
+        schema="(Tensor x, Tensor y) -> Tensor",
     )
     op.register_fake(lambda x, y: torch.empty_like(x))
     with FakeTensorMode() as mode:
@@ -299,9 +309,15 @@ def import_ms(runs: int = 7) -> float:
         times = []
         for _ in range(runs):
             out = subprocess.run(
-                [sys.executable, "-c", f"import time; s = time.perf_counter(); {code}; "
-                 "print(time.perf_counter() - s)"],
-                capture_output=True, text=True, check=True, env=env,
+                [
+                    sys.executable,
+                    "-c",
+                    f"import time; s = time.perf_counter(); {code}; print(time.perf_counter() - s)",
+                ],
+                capture_output=True,
+                text=True,
+                check=True,
+                env=env,
             )
             times.append(float(out.stdout) * 1e3)
         return min(times)
@@ -327,7 +343,8 @@ def main() -> None:
         print(f"{'  torch.ops.ns.name(t, t) inline':<40} {ratio:>6.2f}x   torch, vs its wrapper")
     print(f"\n{'path':<40} {'value':>10}   target / torch")
     torch_text = f"torch {torch_fake:,.0f} ns" if torch_fake else "torch absent"
-    print(f"{'op under FakeTensorMode, empty_like fake':<40} {fake:>7.0f} ns   <= 1000 ns; {torch_text}")
+    name = "op under FakeTensorMode, empty_like fake"
+    print(f"{name:<40} {fake:>7.0f} ns   <= 1000 ns; {torch_text}")
     print(f"{'  customop.empty_like(fake) in the mode':<40} {empty_like:>7.0f} ns")
     torch_text = f"torch {torch_first:.1f} µs" if torch_first else "torch absent"
     print(f"{'first call of a fresh op':<40} {first:>7.1f} µs   <= torch; {torch_text}")

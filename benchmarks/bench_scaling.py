@@ -108,8 +108,10 @@ def main() -> None:
     per_batch, removal = registration_rows()
     first, last = min(per_batch[:3]), min(per_batch[-3:])
     print(f"\n@custom_op registration, {REGISTRATIONS:,} ops, gc on (µs per op, best of 3 batches)")
-    print(f"  first {3 * BATCH:,}: {first:.1f}   last {3 * BATCH:,}: {last:.1f}   "
-          f"growth {last / first:.2f}x (target <= 1.3x)")
+    print(
+        f"  first {3 * BATCH:,}: {first:.1f}   last {3 * BATCH:,}: {last:.1f}   "
+        f"growth {last / first:.2f}x (target <= 1.3x)"
+    )
     print(f"  removal: {removal:.1f} µs per op")
 
 

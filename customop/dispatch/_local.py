@@ -14,7 +14,7 @@ import threading
 import weakref
 from contextvars import ContextVar, Token
 from types import TracebackType
-from typing import Any, Final, Protocol, TypeAlias, final
+from typing import Any, Final, Protocol, final
 
 from customop.dispatch._keys import FULL_BITS, DispatchKey, DispatchKeySet, keyset_from_bits
 

@@ -179,7 +179,9 @@ class CustomOpDef(Generic[P, R]):
     @property
     def handle(self) -> RegistrationHandle:
         """A `RegistrationHandle` whose ``remove()`` is `remove` (``with op.handle:``)."""
-        return RegistrationHandle(self.remove, description=f"custom_op {self.name}", source=self.source)
+        return RegistrationHandle(
+            self.remove, description=f"custom_op {self.name}", source=self.source
+        )
 
     def __repr__(self) -> str:
         state = " (replaced)" if self._replaced_by else ""

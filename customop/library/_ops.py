@@ -21,8 +21,8 @@ from typing import Any, Final
 from customop.dispatch import Dispatcher, OperatorHandle
 from customop.dispatch._global import dispatcher as default_dispatcher
 from customop.library._binding import MISSING
-from customop.library._lifetime import forget_code
 from customop.library._callgen import CallSite, compile_call, type_checkable
+from customop.library._lifetime import forget_code
 from customop.library._overload import OpOverload, bind_overload
 from customop.library._resolve import choose_overload
 from customop.schema import FunctionSchema, OperatorName

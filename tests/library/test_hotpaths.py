@@ -81,7 +81,11 @@ def test_calls_keep_their_cache_across_fake_mode_blocks(dispatcher: Dispatcher) 
 
 def test_graph_reruns_keep_bound_ops_across_registrations(dispatcher: Dispatcher) -> None:
     op = customop.custom_op(
-        "hot::t", lambda x: x * 2, mutates_args=(), schema="(Tensor x) -> Tensor", dispatcher=dispatcher
+        "hot::t",
+        lambda x: x * 2,
+        mutates_args=(),
+        schema="(Tensor x) -> Tensor",
+        dispatcher=dispatcher,
     )
     op.register_fake(lambda x: customop.empty_like(x))
     install_backends(dispatcher)
