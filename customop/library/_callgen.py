@@ -15,14 +15,18 @@ Python binds any call, then:
   against the schema, ask the dispatcher for the kernel, refill the cache
   when caching is allowed, and call.
 
-Ops whose arguments cannot be checked by their types alone (Literal choices,
-tuples, dicts, optional or fixed-size lists) always take the slow path.
+Literal choices are checked on the fast path too, as a set membership test
+after the type matched. Ops whose arguments cannot be checked by their types
+alone (tuples, dicts, optional or fixed-size lists) always take the slow
+path. Entering or leaving an include/exclude block empties no cache: an
+entry is keyed on the context's local keys.
 """
 
 from __future__ import annotations
 
 import keyword
 import linecache
+import sys
 from collections.abc import Callable
 from functools import partial
 from types import FunctionType
@@ -295,8 +299,12 @@ def compile_call(site: CallSite) -> Callable[..., Any]:
     shape = Shape(len(names), npos, site.lists, site.fast, tuple(site.values))
     named, lines = named_code(shape, names)
     filename = f"<customop generated {schema.name}>"
-    # Python's own binding errors name the op by the code's qualname.
-    code = named.replace(co_qualname=str(schema.name), co_filename=filename)
+    # Python's own binding errors name the op by the code's qualname (3.11+;
+    # before 3.11 code objects have no qualname, and errors say __call__).
+    if sys.version_info >= (3, 11):
+        code = named.replace(co_qualname=str(schema.name), co_filename=filename)
+    else:
+        code = named.replace(co_filename=filename)
     namespace = site.namespace
     namespace.update(
         _co_site=site,

@@ -119,6 +119,12 @@ def empty_like(
     dispatcher: Dispatcher | None = None,
 ) -> Any:
     """A new uninitialised array with ``x``'s shape (and dtype and device, unless given)."""
+    if dtype is None and device is None and isinstance(x, FakeTensor):
+        # The typical fake impl, `return customop.empty_like(x)`: nothing to check.
+        mode = CURRENT_FAKE_MODE.get()
+        if mode is not None:
+            return mode.make_fake(x._shape, x._dtype, x._device)
+        return FakeTensor._new(x._shape, x._dtype, x._device)
     return _like("empty_like", x, None, dtype=dtype, device=device, dispatcher=dispatcher)
 
 
