@@ -357,9 +357,8 @@ def main() -> None:
     print(f"{name:<40} {fake:>7.0f} ns   <= 1000 ns; {torch_text}")
     # On a loaded machine absolute figures swell: the wrapper of this same run
     # (~155 ns on an idle one) says by how much.
-    print(
-        f"{'  the same, in wrappers of this run':<40} {fake / fake_floor:>7.2f}x   wrapper {fake_floor:.0f} ns"
-    )
+    label = "  the same, in wrappers of this run"
+    print(f"{label:<40} {fake / fake_floor:>7.2f}x   wrapper {fake_floor:.0f} ns")
     print(f"{'  customop.empty_like(fake) in the mode':<40} {empty_like:>7.0f} ns")
     torch_text = f"torch {torch_first:.1f} µs" if torch_first else "torch absent"
     print(f"{'first call of a fresh op':<40} {first:>7.1f} µs   <= torch; {torch_text}")
