@@ -11,7 +11,7 @@ import threading
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
-from typing import Literal, TypeAlias, final
+from typing import Any, Literal, TypeAlias, final
 from weakref import WeakSet, WeakValueDictionary
 
 from customop.dispatch._changes import tell_changed
@@ -93,6 +93,9 @@ class Dispatcher(Lookup):
         self._empty: EmptyState | None = None
         self._libraries: dict[str, Registration] = {}
         self._listeners: tuple[tuple[Registration, OperatorListener], ...] = ()
+        # Front-ends' records by op name (@custom_op's live definitions): kept here,
+        # so they live and die with this dispatcher. Guarded by `_lock`.
+        self._owners: dict[str, Any] = {}
         # By name: numpy is imported by whoever makes arrays, not by `import customop`.
         defaults = [self._add_array_type("numpy.ndarray", DispatchKey.CPU, DEFAULT_SOURCE)]
         if autograd_fallthrough:

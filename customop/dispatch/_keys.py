@@ -143,6 +143,8 @@ _BY_NAME: Final[dict[str, DispatchKey]] = {key.name: key for key in DispatchKey}
 NUM_RUNTIME_KEYS: Final = DispatchKey.CompositeExplicitAutograd.value  # the first alias key
 FULL_BITS: Final = (1 << NUM_RUNTIME_KEYS) - 1
 RUNTIME_KEYS: Final = tuple(key for key in DispatchKey if key.value < NUM_RUNTIME_KEYS)
+# The keys below each runtime key: a boxed kernel's redispatch reads this per call.
+_BELOW_BITS: Final[dict[DispatchKey, int]] = {key: (1 << key.value) - 1 for key in RUNTIME_KEYS}
 
 
 def _bits(keys: Iterable[DispatchKey]) -> int:
@@ -274,7 +276,10 @@ class DispatchKeySet:
         Returns:
             The keys of this set below ``key``.
         """
-        return keyset_from_bits(self._bits & below(key)._bits)
+        mask = _BELOW_BITS.get(key)
+        if mask is None:
+            mask = below(key)._bits  # raises for anything but a runtime key
+        return keyset_from_bits(self._bits & mask)
 
     def __or__(self, other: DispatchKey | DispatchKeySet) -> DispatchKeySet:
         return keyset_from_bits(self._bits | _to_bits(other, "DispatchKeySet |"))

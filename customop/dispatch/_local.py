@@ -14,7 +14,7 @@ import threading
 import weakref
 from contextvars import ContextVar, Token
 from types import TracebackType
-from typing import Any, Final, Protocol, TypeAlias, final
+from typing import Any, Final, Protocol, final
 
 from customop.dispatch._keys import FULL_BITS, DispatchKey, DispatchKeySet, keyset_from_bits
 
@@ -24,6 +24,7 @@ __all__ = [
     "CacheHolder",
     "Epoch",
     "EpochClock",
+    "LocalKeys",
     "LocalKeysGuard",
     "epoch",
     "exclude_keys",
@@ -34,19 +35,24 @@ __all__ = [
 
 
 @final
-class _Alive:
-    """Held by one local-keys value, and so dies with it: see `LocalState`."""
+class LocalKeys:
+    """A context's local keys: ``included`` bits and ``kept`` bits, where kept is
+    all keys minus the excluded ones, so a call applies both with
+    ``(keys | included) & kept``. Compared by identity, never mutated; one
+    object per distinct pair while it lives (see `LocalState.new_value`)."""
 
-    __slots__ = ("__weakref__",)
+    __slots__ = ("__weakref__", "included", "kept")
 
+    def __init__(self, included: int, kept: int) -> None:
+        self.included = included
+        self.kept = kept
 
-#: A context's local keys: ``(included bits, kept bits, marker)``, where kept is
-#: all keys minus the excluded ones, so a call applies both with
-#: ``(keys | included) & kept``. Compared by identity, never mutated.
-LocalKeys: TypeAlias = tuple[int, int, "_Alive | None"]
+    def __repr__(self) -> str:
+        return f"<LocalKeys included={self.included:#x} kept={self.kept:#x}>"
+
 
 #: The local keys of every context that never entered a block.
-DEFAULT_LOCAL: Final[LocalKeys] = (0, FULL_BITS, None)
+DEFAULT_LOCAL: Final = LocalKeys(0, FULL_BITS)
 
 LOCAL_KEYS: Final[ContextVar[LocalKeys]] = ContextVar(
     "customop.dispatch.local_keys", default=DEFAULT_LOCAL
@@ -60,33 +66,43 @@ class LocalState:
     ``default`` is `DEFAULT_LOCAL` while no other local-keys value exists, else
     None. Generated call code compares its cached local keys with it first and
     reads the ContextVar (about 15 ns more) only when that fails. A value
-    lives as long as some context (or a cache) holds it, a copied context
-    included: an asyncio task created inside a block keeps the block's keys
-    after the block ends, so counting blocks would not do; each value carries
-    a marker object whose death says the value is gone.
+    lives as long as some context (or a cache entry) holds it, a copied
+    context included: an asyncio task created inside a block keeps the
+    block's keys after the block ends, so counting blocks would not do; a
+    weak reference to each value says when it is gone.
+
+    NOTE: values are interned while they live: every ``include_keys(Fake)``
+    block in the same context gets the same object, so call caches filled in
+    one block (keyed on the value's identity) still match in the next: a
+    loop that opens a FakeTensorMode per step keeps the fast path.
     """
 
-    __slots__ = ("_lock", "_markers", "default")
+    __slots__ = ("_live", "_lock", "default")
 
     def __init__(self) -> None:
-        # Re-entrant: a marker can die (and `_gone` run) in a garbage collection
+        # Re-entrant: a value can die (and `_gone` run) in a garbage collection
         # triggered by an allocation made while this thread holds the lock.
         self._lock = threading.RLock()
-        self._markers: set[weakref.ref[_Alive]] = set()
+        self._live: dict[tuple[int, int], weakref.ref[LocalKeys]] = {}
         self.default: LocalKeys | None = DEFAULT_LOCAL
 
     def new_value(self, included: int, kept: int) -> LocalKeys:
-        marker = _Alive()
-        ref = weakref.ref(marker, self._gone)
         with self._lock:
-            self._markers.add(ref)
+            ref = self._live.get((included, kept))
+            value = ref() if ref is not None else None
+            if value is None:
+                value = LocalKeys(included, kept)
+                self._live[(included, kept)] = weakref.ref(value, self._gone)
             self.default = None
-        return (included, kept, marker)
+        return value
 
-    def _gone(self, ref: weakref.ref[_Alive]) -> None:
+    def _gone(self, ref: weakref.ref[LocalKeys]) -> None:
         with self._lock:
-            self._markers.discard(ref)
-            if not self._markers:
+            live = self._live
+            for pair, held in list(live.items()):
+                if held is ref:
+                    del live[pair]
+            if not live:
                 self.default = DEFAULT_LOCAL
 
 
@@ -120,37 +136,45 @@ class EpochClock:
     """The registration epoch shared by every `Dispatcher`, for cached fast call paths.
 
     ``token`` is replaced by a new `Epoch` on every registration change in any
-    dispatcher, and whenever ``include_keys`` / ``exclude_keys`` blocks become
-    active somewhere or all end. Caches relate to it in one of two ways:
+    dispatcher; include/exclude blocks never replace it (call caches key on
+    the local keys instead, see `LocalState`). Caches relate to it in one of
+    two ways:
 
     * pull: keep the token the entry was computed under (read *before*
       computing it) and use the entry while ``epoch.token is kept_token``;
-    * push: `fill` a `CacheHolder`; the next `advance` empties it. Generated
-      call code uses this, so its fast path does not even read the token.
+    * push: `fill` a `CacheHolder` under ``calls`` (read before computing);
+      the next `advance` empties it. Generated call code uses this, so its
+      fast path does not even read the token.
+
+    ``calls`` is ``token``, or a newer `Epoch` after `debug_checks` began:
+    checked calls must leave the fast path, so the first debug block empties
+    the filled call caches without touching registration caches.
     """
 
-    __slots__ = ("_active", "_filled", "_lock", "_next", "token")
+    __slots__ = ("_active", "_filled", "_lock", "_next", "calls", "token")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._next = 1
         self._active = 0
-        self._filled: dict[CacheHolder, None] = {}  # an ordered set, by identity
-        self.token = Epoch(0)
+        # Weak: a filled cache must not keep its op (and a private dispatcher) alive.
+        self._filled: weakref.WeakSet[CacheHolder] = weakref.WeakSet()
+        self.token = self.calls = Epoch(0)
 
     @property
     def cacheable(self) -> bool:
-        """Whether no thread has include/exclude keys active, so per-call caches may be used."""
+        """Whether no `debug_checks` block is active (calls may fill caches)."""
         return self._active == 0
 
     def advance(self) -> None:
         """Start a new epoch (every registration change calls this)."""
         with self._lock:
-            self._advance_locked()
+            self.token = self._clear_calls()
 
     def fill(self, token: Epoch, holder: CacheHolder, cache: object) -> None:
-        """Set ``holder.cache`` to an entry computed under ``token``, unless the
-        epoch has moved on since; it is emptied when the epoch next advances.
+        """Set ``holder.cache`` to an entry computed under ``token`` (read from
+        ``calls``), unless the call caches were emptied since; it is emptied
+        when the epoch next advances.
 
         Args:
             token: the epoch the entry was computed under.
@@ -158,23 +182,31 @@ class EpochClock:
             cache: the entry.
         """
         with self._lock:
-            if self.token is token:
+            if self.calls is token:
                 holder.cache = cache
-                self._filled[holder] = None
+                self._filled.add(holder)
 
-    def _advance_locked(self) -> None:
-        self.token = Epoch(self._next)
-        self._next += 1
-        filled, self._filled = self._filled, {}
-        for holder in filled:
+    def forget(self, holder: CacheHolder) -> None:
+        """Stop tracking ``holder`` (its op is gone); empties its cache."""
+        with self._lock:
+            self._filled.discard(holder)
             holder.clear_cache()
 
+    def _clear_calls(self) -> Epoch:
+        self.calls = Epoch(self._next)
+        self._next += 1
+        filled, self._filled = self._filled, weakref.WeakSet()
+        for holder in list(filled):
+            holder.clear_cache()
+        return self.calls
+
     def _local_block(self, delta: int) -> None:
+        """A `debug_checks` block starts (+1) or ends (-1)."""
         with self._lock:
             before = self._active
             self._active += delta
-            if (before == 0) != (self._active == 0):
-                self._advance_locked()
+            if before == 0 and self._active > 0:
+                self._clear_calls()
 
 
 #: The process-wide epoch clock.
@@ -218,13 +250,13 @@ class LocalKeysGuard:
         return keyset_from_bits(self._bits)
 
     def __enter__(self) -> DispatchKeySet:
-        included, kept, _ = LOCAL_KEYS.get()
+        local = LOCAL_KEYS.get()
+        included, kept = local.included, local.kept
         if self._exclude:
             value = local_state.new_value(included, kept & ~self._bits)
         else:
             value = local_state.new_value(included | self._bits, kept)
         self._tokens.append(LOCAL_KEYS.set(value))
-        epoch._local_block(+1)
         return keyset_from_bits(self._bits)
 
     def __exit__(
@@ -234,7 +266,6 @@ class LocalKeysGuard:
         tb: TracebackType | None,
     ) -> None:
         LOCAL_KEYS.reset(self._tokens.pop())
-        epoch._local_block(-1)
 
     def __repr__(self) -> str:
         kind = "exclude_keys" if self._exclude else "include_keys"
@@ -276,5 +307,5 @@ def local_keys() -> tuple[DispatchKeySet, DispatchKeySet]:
     Returns:
         The included and the excluded key sets.
     """
-    included, kept, _ = LOCAL_KEYS.get()
-    return keyset_from_bits(included), keyset_from_bits(FULL_BITS & ~kept)
+    local = LOCAL_KEYS.get()
+    return keyset_from_bits(local.included), keyset_from_bits(FULL_BITS & ~local.kept)

@@ -68,8 +68,8 @@ class OperatorHandle:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         table, mask, extract = self._state
-        included, kept, _ = _local_get()
-        bits = (extract(args, kwargs) | included) & kept & mask
+        local = _local_get()
+        bits = (extract(args, kwargs) | local.included) & local.kept & mask
         # An empty set gives index -1: the table's last slot, which reports the error.
         fn, boxed = table[bits.bit_length() - 1]
         if boxed:
@@ -92,7 +92,7 @@ class OperatorHandle:
             What the selected kernel returns.
         """
         table, mask, _ = self._state
-        bits = keyset.bits & mask
+        bits = keyset._bits & mask
         fn, boxed = table[bits.bit_length() - 1]
         if boxed:
             return fn(self, keyset_from_bits(bits), *args, **kwargs)
@@ -109,8 +109,8 @@ class OperatorHandle:
             The computed key set.
         """
         _, mask, extract = self._state
-        included, kept, _ = _local_get()
-        return keyset_from_bits((extract(args, kwargs) | included) & kept & mask)
+        local = _local_get()
+        return keyset_from_bits((extract(args, kwargs) | local.included) & local.kept & mask)
 
     def table_entry(self, key: DispatchKey | str) -> TableEntry:
         """The computed table entry for a runtime key: kernel, source and reason.
@@ -133,13 +133,21 @@ def missing_kernel(
 ) -> NoReturn:
     """The table's entry for keys with no kernel: raises `MissingKernelError`."""
     entry = op._entry
-    included, kept, _ = _local_get()
-    call_keys = keyset_from_bits((entry.extract(args, kwargs) | included) & kept)
+    local = _local_get()
+    call_keys = keyset_from_bits((entry.extract(args, kwargs) | local.included) & local.kept)
     raise missing_kernel_error(entry.dispatcher, op, keyset, call_keys)
 
 
-def undefined_kernel(
-    op: OperatorHandle, keyset: DispatchKeySet, *args: Any, **kwargs: Any
-) -> NoReturn:
-    """Every entry of an operator without a schema: raises `UnknownOperatorError`."""
+def undefined_kernel(op: OperatorHandle, keyset: DispatchKeySet, *args: Any, **kwargs: Any) -> Any:
+    """Every entry of an operator without a schema: raises `UnknownOperatorError`.
+
+    A call may read the table in the middle of a write that redefines the op
+    (a @custom_op redefinition is one write): it waits for the registration
+    lock, and calls again if the op is defined by then.
+    """
+    entry = op._entry
+    with entry.dispatcher._lock:
+        defined = entry.schema is not None
+    if defined:
+        return op(*args, **kwargs)
     raise no_schema_error(str(op.name), str(op.name))

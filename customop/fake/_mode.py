@@ -57,6 +57,9 @@ class FakeTensorMode:
     def make_fake(self, shape: tuple[IntLike, ...], dtype: dtype, device: Device) -> FakeTensor:
         """`FakeTensorFactory`: what ``customop.empty`` and friends return in the mode.
 
+        The factory helpers pass metadata they have checked already, so this
+        builds the fake without validating it again (a fake impl's hot path).
+
         Args:
             shape: the sizes (ints or `SymInt`).
             dtype: the element type.
@@ -65,7 +68,7 @@ class FakeTensorMode:
         Returns:
             A fake tensor owned by this mode.
         """
-        return FakeTensor(shape, dtype, device)
+        return FakeTensor._new(shape, dtype, device)
 
     def new_dynamic_size(self, *, min: int = 0, max: int | None = None) -> SymInt:
         """A new symbolic size for a data-dependent dimension.

@@ -15,14 +15,18 @@ Python binds any call, then:
   against the schema, ask the dispatcher for the kernel, refill the cache
   when caching is allowed, and call.
 
-Ops whose arguments cannot be checked by their types alone (Literal choices,
-tuples, dicts, optional or fixed-size lists) always take the slow path.
+Literal choices are checked on the fast path too, as a set membership test
+after the type matched. Ops whose arguments cannot be checked by their types
+alone (tuples, dicts, optional or fixed-size lists) always take the slow
+path. Entering or leaving an include/exclude block empties no cache: an
+entry is keyed on the context's local keys.
 """
 
 from __future__ import annotations
 
 import keyword
 import linecache
+import sys
 from collections.abc import Callable
 from functools import partial
 from types import FunctionType
@@ -75,9 +79,11 @@ class CallSite:
     """What a generated call function closes over: the op, its checks, its cache."""
 
     __slots__ = (
+        "__weakref__",
         "api",
         "checks",
         "fast",
+        "function",
         "guard",
         "handle",
         "is_tensor",
@@ -89,6 +95,7 @@ class CallSite:
         "schema",
         "static_keys",
         "tensors",
+        "values",
     )
 
     def __init__(
@@ -110,8 +117,12 @@ class CallSite:
         # choices), nor for optional or fixed-size lists, tuples and dicts.
         #: Indices of the list arguments whose items' types the cache keeps too.
         self.lists = tuple(i for i, a in enumerate(arguments) if items_checkable(a.type))
-        self.fast = not value_checks and all(
-            type_checkable(a.type) or i in self.lists for i, a in enumerate(arguments)
+        #: Value-checked arguments whose check is membership in a set of allowed
+        #: values (Literal choices): the fast path tests that, after their type.
+        self.values: dict[int, frozenset[Any]] = _membership(value_checks or {})
+        self.fast = len(self.values) == len(value_checks or {}) and all(
+            type_checkable(a.type) or i in self.lists or i in self.values
+            for i, a in enumerate(arguments)
         )
         self.npos = sum(1 for arg in arguments if not arg.kwarg_only)
         self.keywords = tuple(arg.name for arg in arguments if arg.kwarg_only)
@@ -125,6 +136,8 @@ class CallSite:
         self.namespace: dict[str, Any] = {"_co_cache": _EMPTY, "_co_older": _EMPTY}
         #: Raises when the owner may no longer call (e.g. a replaced @custom_op).
         self.guard: Callable[[], None] | None = None
+        #: The generated call function (set by `compile_call`).
+        self.function: Callable[..., Any] = self.slow
 
     # NOTE: a cache entry is [local keys, type of each argument..., kernel,
     # item types of each list in `lists`...]. Two entries, the newest and the
@@ -152,11 +165,10 @@ class CallSite:
 
     def kernel(self, values: tuple[Any, ...]) -> Callable[..., Any]:
         """The kernel for these arguments now; fills the cache when it may."""
-        token = epoch.token  # read first: a change meanwhile leaves a stale token behind
+        token = epoch.calls  # read first: a change meanwhile leaves a stale token behind
         table, mask, extract = self.handle._state
         local = _local_get()
-        included, kept, _ = local
-        bits = (extract(values, {}) | included) & kept & mask
+        bits = (extract(values, {}) | local.included) & local.kept & mask
         fn, boxed = table[bits.bit_length() - 1]
         if boxed:
             fn = partial(fn, self.handle, DispatchKeySet.from_bits(bits))
@@ -201,6 +213,7 @@ class CallSite:
         self.checks = _checks_for(current, self.is_tensor, value_checks)
         if value_checks:
             self.fast = False
+            self.clear_cache()
 
     def slow(
         self,
@@ -215,6 +228,11 @@ class CallSite:
             if values[index] is MISSING:
                 binding_error(self.schema, values, extra, self.api)
         if self.guard is not None or self.handle._entry.schema is not self.schema:
+            if self.handle._entry.schema is None:
+                # Undefined, or in the middle of a write (a @custom_op redefinition
+                # is one): the write holds the lock; decide after it.
+                with self.handle._entry.dispatcher._lock:
+                    pass
             self.check_schema()
         for index, check in enumerate(self.checks):
             if not check(values[index]):
@@ -230,6 +248,16 @@ class CallSite:
     def split(self, values: tuple[Any, ...]) -> tuple[tuple[Any, ...], dict[str, Any]]:
         npos = self.npos
         return values[:npos], dict(zip(self.keywords, values[npos:], strict=True))
+
+
+def _membership(value_checks: dict[int, Check]) -> dict[int, frozenset[Any]]:
+    """The allowed values of each value check that is a set membership test."""
+    found: dict[int, frozenset[Any]] = {}
+    for index, check in value_checks.items():
+        allowed = getattr(check, "allowed", None)
+        if type(allowed) is frozenset:
+            found[index] = allowed
+    return found
 
 
 def _checks_for(
@@ -268,11 +296,15 @@ def compile_call(site: CallSite) -> Callable[..., Any]:
     schema = site.schema
     names = tuple(arg.name for arg in schema.arguments)
     npos = site.npos
-    shape = Shape(len(names), npos, site.lists, site.fast)
+    shape = Shape(len(names), npos, site.lists, site.fast, tuple(site.values))
     named, lines = named_code(shape, names)
     filename = f"<customop generated {schema.name}>"
-    # Python's own binding errors name the op by the code's qualname.
-    code = named.replace(co_qualname=str(schema.name), co_filename=filename)
+    # Python's own binding errors name the op by the code's qualname (3.11+;
+    # before 3.11 code objects have no qualname, and errors say __call__).
+    if sys.version_info >= (3, 11):
+        code = named.replace(co_qualname=str(schema.name), co_filename=filename)
+    else:
+        code = named.replace(co_filename=filename)
     namespace = site.namespace
     namespace.update(
         _co_site=site,
@@ -281,6 +313,7 @@ def compile_call(site: CallSite) -> Callable[..., Any]:
         _co_state=local_state,
         _co_tuple=tuple,
         _co_map=map,
+        **{f"_co_v{index}": allowed for index, allowed in site.values.items()},
     )
     defaults = [MISSING if a.default is None else python_default(a) for a in schema.arguments]
     fn = FunctionType(code, namespace, "__call__", tuple(defaults[:npos]) or None)
@@ -288,6 +321,7 @@ def compile_call(site: CallSite) -> Callable[..., Any]:
     # A full entry (size, mtime None, lines, name), which checkcache keeps:
     # linecache never loads a "<...>" name lazily, so tracebacks would show no source.
     linecache.cache[filename] = (sum(map(len, lines)), None, lines, filename)
+    site.function = fn
     return fn
 
 

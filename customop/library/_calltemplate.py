@@ -38,6 +38,7 @@ class Shape(NamedTuple):
     npos: int  # of which positional
     lists: tuple[int, ...]  # lists whose item types the fast path compares
     fast: bool
+    values: tuple[int, ...] = ()  # arguments the fast path also finds in a set (Literal)
 
 
 # Compiled templates by shape: compile() costs ~40 µs, renaming the parameters
@@ -68,6 +69,8 @@ def _render(names: list[str], shape: Shape, function: str) -> str:
         f"_co_tuple(_co_map(_co_type, {names[i]})) == _co_c[{first + j}]"
         for j, i in enumerate(lists)
     ]
+    # After its type matched a cached (hashable) one: Literal choices as a set.
+    tests += [f"{names[i]} in _co_v{i}" for i in shape.values]
     call_args = names[:npos] + [f"{name}={name}" for name in names[npos:]]
     return (_FAST if fast else _SLOW).format(
         function=function,

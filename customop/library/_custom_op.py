@@ -24,6 +24,7 @@ from customop.library._blockwise import register_blockwise_on
 from customop.library._checks import Check, attach_value_checks
 from customop.library._hooks import device_keys, register_fake_on, register_kernel_on
 from customop.library._library import Library
+from customop.library._lifetime import live_definition, record_definition, remove_definition
 from customop.library._options import CustomOpOptions, check_mutates_against, make_options
 from customop.library._overload import OpOverload, bind_overload
 from customop.library._registered import remember_handle
@@ -83,11 +84,12 @@ class CustomOpDef(Generic[P, R]):
 
     def _specialize(self) -> Callable[..., Any]:
         overload = self.op
-        if overload._site is None:  # no generated code: the OpOverload's generic path
+        site = overload._site
+        if site is None:  # no generated code: the OpOverload's generic path
             return overload
         with _bind_lock:
             if type(self) is CustomOpDef:
-                namespace = {"__call__": vars(type(overload))["__call__"]}  # the staticmethod
+                namespace = {"__call__": staticmethod(site.function)}
                 self.__class__ = type(f"CustomOpDef[{self.name}]", (_Specialized,), namespace)
         return self.__call__
 
@@ -266,6 +268,19 @@ class CustomOpDef(Generic[P, R]):
         self._guard()
         return register_dispatch_mode(self._handle, mode, fn)
 
+    def remove(self) -> None:
+        """Remove the op: its def, every kernel registered through this object,
+        and the call code made for it (idempotent). The name may then be defined
+        again; calling this object afterwards raises `RegistrationError`."""
+        remove_definition(self)
+
+    @property
+    def handle(self) -> RegistrationHandle:
+        """A `RegistrationHandle` whose ``remove()`` is `remove` (``with op.handle:``)."""
+        return RegistrationHandle(
+            self.remove, description=f"custom_op {self.name}", source=self.source
+        )
+
     def __repr__(self) -> str:
         state = " (replaced)" if self._replaced_by else ""
         return f"<CustomOpDef {self._schema}{state}>"
@@ -280,17 +295,8 @@ class _Specialized(CustomOpDef[Any, Any]):
         pass
 
 
-# (dispatcher id, name) -> the live definition, so a redefinition can replace it.
-_live: dict[tuple[int, str], CustomOpDef[Any, Any]] = {}
-_live_lock = threading.Lock()
 # Guards the one-time binding of a definition's OpOverload and call code.
 _bind_lock = threading.Lock()
-
-
-def live_definition(dispatcher: Dispatcher, name: str) -> CustomOpDef[Any, Any] | None:
-    """The current @custom_op definition of ``name`` in ``dispatcher``, if any."""
-    found = _live.get((id(dispatcher), name))
-    return None if found is None or found._library.closed else found
 
 
 def _choice_checks(schema: FunctionSchema, choices: dict[str, Choices]) -> dict[int, Check]:
@@ -310,6 +316,8 @@ def _one_of(choices: Choices) -> Check:
         return value in members or (isinstance(value, str) and value in allowed)
 
     check.choices = choices.values  # type: ignore[attr-defined]  # listed in the TypeError
+    # The generated fast path tests membership in this set once the type matched.
+    check.allowed = members | allowed  # type: ignore[attr-defined]
     return check
 
 
@@ -372,9 +380,9 @@ def _define(
     schema, choices = _schema_of(options, fn)
     keys = device_keys(dispatcher, options.device_types, "custom_op")
     source = caller_source()
-    key = (id(dispatcher), options.name)
-    with _live_lock:
-        old = _live.get(key)
+    # One write under the registration lock: see `_lifetime`.
+    with dispatcher._lock:
+        old = live_definition(dispatcher, options.name)
         existing = dispatcher.find_op(options.name)
         if existing is not None and (old is None or old._library.closed):
             raise RegistrationError(
@@ -398,7 +406,7 @@ def _define(
         if checks:
             library._adopt(_detaching(attach_value_checks(schema, checks)))
         definition = CustomOpDef(options, fn, schema, library, handle=handle, source=source)
-        _live[key] = definition
+        record_definition(definition)
     return definition
 
 

@@ -1,26 +1,36 @@
 """``customop.ops.<ns>.<name>.<overload>``: operators as Python attributes.
 
-Packets and overloads are looked up in the dispatcher when first touched and
-cached; a cached object is used only while the registry epoch is the one it
-was made in or its schema is still the operator's, so ops stay current as
-libraries come and go.
+NOTE: an index kept by a listener. Each `Ops` listens to its dispatcher's
+defs (`Dispatcher.add_listener`) and keeps an index of namespace -> name ->
+overloads. Namespaces and packets, once looked up, are cached as plain
+instance attributes, so ``customop.ops.ns.name`` costs two dictionary hits
+however many ops exist; the listener drops them (and their call code) when
+the last overload of a name goes, so a removed op leaves nothing behind.
+Listeners run under the dispatcher's registration lock; a lookup that
+misses takes that lock too before it decides a name is undefined, so it
+never sees the middle of a write (a @custom_op redefinition is one write).
 """
 
 from __future__ import annotations
 
 import difflib
 import keyword
+import weakref
 from typing import Any, Final
 
-from customop.dispatch import Dispatcher, epoch
+from customop.dispatch import Dispatcher, OperatorHandle
 from customop.dispatch._global import dispatcher as default_dispatcher
 from customop.library._binding import MISSING
 from customop.library._callgen import CallSite, compile_call, type_checkable
+from customop.library._lifetime import forget_code
 from customop.library._overload import OpOverload, bind_overload
 from customop.library._resolve import choose_overload
 from customop.schema import FunctionSchema, OperatorName
 
 __all__ = ["OpNamespace", "OpOverloadPacket", "Ops", "ops"]
+
+#: namespace -> operator name -> its defined overload names (an ordered set).
+Index = dict[str, dict[str, dict[str, None]]]
 
 
 def defined_names(dispatcher: Dispatcher) -> list[OperatorName]:
@@ -39,6 +49,12 @@ def _close(name: str, choices: list[str]) -> str:
     return f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
 
 
+def _cacheable(owner: object, attribute: str) -> bool:
+    # An instance attribute would shadow the class's own names (methods), and
+    # private names stay with __getattr__.
+    return not attribute.startswith("_") and not hasattr(type(owner), attribute)
+
+
 class OpOverloadPacket:
     """``ops.<ns>.<name>``: every overload of one operator name.
 
@@ -46,13 +62,16 @@ class OpOverloadPacket:
     types included; ``.default`` / ``.<overload>`` give one `OpOverload`.
     """
 
-    def __init__(self, dispatcher: Dispatcher, ns: str, name: str) -> None:
+    def __init__(self, dispatcher: Dispatcher, ns: str, name: str, index: Index) -> None:
         self._dispatcher = dispatcher
         self._ns = ns
         self._name = name
+        self._index = index
         self._overloads: dict[str, OpOverload] = {}
         self._choices: dict[Any, OpOverload] = {}
-        self._token: object = None
+        # Replaced by the index's listener whenever this name's defs change.
+        self._token: object = object()
+        self._seen: object = None
         # The only overload, while there is one: packet calls then skip resolution.
         self._single: OpOverload | None = None
 
@@ -67,11 +86,7 @@ class OpOverloadPacket:
         Returns:
             The names of the overloads defined now.
         """
-        found = [
-            n.overload or "default"
-            for n in defined_names(self._dispatcher)
-            if n.namespace == self._ns and n.name == self._name
-        ]
+        found = self._index.get(self._ns, {}).get(self._name, {})
         return sorted(found, key=lambda o: (o != "default", o))
 
     @property
@@ -99,14 +114,13 @@ class OpOverloadPacket:
         cached = self._overloads.get(overload)
         # The very def it was bound for: a redefinition with an equal schema may
         # still differ in what it checks (a @custom_op's Literal choices).
-        if (
-            cached is not None
-            and cached.handle.has_schema
-            and cached.handle.schema is cached.schema
-        ):
+        if cached is not None and cached.handle._entry.schema is cached.schema:
             return cached
         text = f"{self.name}.{overload}" if overload != "default" else self.name
         handle = self._dispatcher.find_op(text)
+        if handle is None:
+            with self._dispatcher._lock:  # not in the middle of a redefinition
+                handle = self._dispatcher.find_op(text)
         if handle is None:
             known = self.overloads()
             raise AttributeError(
@@ -130,15 +144,24 @@ class OpOverloadPacket:
             return single(*args, **kwargs)
         return self._resolve(args, kwargs)
 
+    def _changed(self) -> None:
+        """The listener's news: this name gained or lost an overload."""
+        self._token = object()
+
     def _current_single(self) -> OpOverload | None:
-        """The only overload, if there is exactly one (refreshed when the registry changes)."""
-        token = epoch.token
-        if token is not self._token:
-            names = self.overloads()
-            self._choices = {}
-            self._single = self.overload(names[0]) if len(names) == 1 else None
-            self._token = token
-        return self._single
+        """The only overload, if there is exactly one (refreshed when the defs change)."""
+        token = self._token  # read first: news meanwhile leaves a stale token behind
+        if token is not self._seen:
+            with self._dispatcher._lock:  # never decide in the middle of a write
+                names = self.overloads()
+                self._choices = {}
+                self._single = self.overload(names[0]) if len(names) == 1 else None
+                self._seen = token
+        single = self._single
+        # A redefinition with an equal schema keeps the name's overloads: rebind.
+        if single is not None and single.handle._entry.schema is not single.schema:
+            single = self._single = self.overload(single.overload_name)
+        return single
 
     def _specialize(self, single: OpOverload) -> None:
         # NOTE: a packet with one overload takes that overload's generated call
@@ -183,6 +206,7 @@ class _PacketSite(CallSite):
     def __init__(self, packet: OpOverloadPacket, overload: OpOverload, site: CallSite) -> None:
         super().__init__(site.handle, site.schema, site.is_tensor, site.api)
         self.checks = site.checks
+        self.values = site.values
         self.fast = site.fast
         self.guard = site.guard
         self.packet = packet
@@ -207,9 +231,10 @@ class _PacketSite(CallSite):
 class OpNamespace:
     """``ops.<ns>``: the operators of one namespace."""
 
-    def __init__(self, dispatcher: Dispatcher, ns: str) -> None:
+    def __init__(self, dispatcher: Dispatcher, ns: str, index: Index) -> None:
         self._dispatcher = dispatcher
         self._ns = ns
+        self._index = index
         self._packets: dict[str, OpOverloadPacket] = {}
 
     def names(self) -> list[str]:
@@ -218,27 +243,39 @@ class OpNamespace:
         Returns:
             The names (without namespace or overload), sorted.
         """
-        found = {n.name for n in defined_names(self._dispatcher) if n.namespace == self._ns}
-        return sorted(found)
+        return sorted(self._index.get(self._ns, {}))
 
-    def __getattr__(self, name: str) -> OpOverloadPacket:
-        name = unmangle(name)
+    def __getattr__(self, attribute: str) -> OpOverloadPacket:
+        name = unmangle(attribute)
         packet = self._packets.get(name)
         if packet is None:
-            known = self.names()
-            if name.startswith("__") and name.endswith("__") and name not in known:
-                raise AttributeError(name)  # Python protocols; `ops.aten.__and__` is an op
-            if name not in known:
-                raise AttributeError(
-                    f"ops.{self._ns}: no operator {name!r}. Operators appear here once they "
-                    f"are defined (custom_op or Library.define). Defined in {self._ns!r}: "
-                    f"{', '.join(known) or 'none'}.{_close(name, known)}"
-                )
-            packet = self._packets[name] = OpOverloadPacket(self._dispatcher, self._ns, name)
-        elif not packet.overloads():
-            del self._packets[name]
-            return self.__getattr__(name)
+            with self._dispatcher._lock:  # never decide in the middle of a write
+                packet = self._packets.get(name) or self._new_packet(name)
+        if _cacheable(self, attribute):
+            self.__dict__[attribute] = packet  # later lookups: one dict hit
         return packet
+
+    def _new_packet(self, name: str) -> OpOverloadPacket:
+        known = self.names()
+        if name.startswith("__") and name.endswith("__") and name not in known:
+            raise AttributeError(name)  # Python protocols; `ops.aten.__and__` is an op
+        if name not in known:
+            raise AttributeError(
+                f"ops.{self._ns}: no operator {name!r}. Operators appear here once they "
+                f"are defined (custom_op or Library.define). Defined in {self._ns!r}: "
+                f"{', '.join(known) or 'none'}.{_close(name, known)}"
+            )
+        packet = OpOverloadPacket(self._dispatcher, self._ns, name, self._index)
+        self._packets[name] = packet
+        return packet
+
+    def _drop(self, name: str) -> None:
+        """Forget ``name``'s packet (its last overload is gone)."""
+        packet = self._packets.pop(name, None)
+        if packet is not None:
+            packet._changed()
+        for attribute in (name, name + "_"):
+            self.__dict__.pop(attribute, None)
 
     def __dir__(self) -> list[str]:
         return [*super().__dir__(), *self.names()]
@@ -253,6 +290,10 @@ class Ops:
     def __init__(self, dispatcher: Dispatcher | None = None) -> None:
         self._dispatcher = default_dispatcher if dispatcher is None else dispatcher
         self._namespaces: dict[str, OpNamespace] = {}
+        self._index: Index = {}
+        handle = self._dispatcher.add_listener(_IndexListener(self))
+        # The listener holds this object weakly; it goes when this object does.
+        weakref.finalize(self, handle.remove)
 
     def namespaces(self) -> list[str]:
         """The namespaces that have at least one defined operator.
@@ -260,24 +301,78 @@ class Ops:
         Returns:
             The namespace names, sorted.
         """
-        return sorted({n.namespace for n in defined_names(self._dispatcher)})
+        return sorted(self._index)
 
     def __getattr__(self, ns: str) -> OpNamespace:
         if ns.startswith("__"):
             raise AttributeError(ns)
         space = self._namespaces.get(ns)
         if space is None:
-            known = self.namespaces()
-            if ns not in known:
-                raise AttributeError(
-                    f"ops: no namespace {ns!r}. A namespace appears once an operator is "
-                    f"defined in it. Namespaces: {', '.join(known) or 'none'}.{_close(ns, known)}"
-                )
-            space = self._namespaces[ns] = OpNamespace(self._dispatcher, ns)
+            with self._dispatcher._lock:  # never decide in the middle of a write
+                space = self._namespaces.get(ns) or self._new_namespace(ns)
+        if _cacheable(self, ns):
+            self.__dict__[ns] = space
         return space
+
+    def _new_namespace(self, ns: str) -> OpNamespace:
+        if ns not in self._index:
+            known = self.namespaces()
+            raise AttributeError(
+                f"ops: no namespace {ns!r}. A namespace appears once an operator is "
+                f"defined in it. Namespaces: {', '.join(known) or 'none'}.{_close(ns, known)}"
+            )
+        space = self._namespaces[ns] = OpNamespace(self._dispatcher, ns, self._index)
+        return space
+
+    def _added(self, name: OperatorName) -> None:
+        names = self._index.setdefault(name.namespace, {})
+        names.setdefault(name.name, {})[name.overload or "default"] = None
+        space = self._namespaces.get(name.namespace)
+        packet = space._packets.get(name.name) if space is not None else None
+        if packet is not None:
+            packet._changed()
+
+    def _removed(self, name: OperatorName) -> None:
+        forget_code(str(name))
+        ns = name.namespace
+        names = self._index.get(ns, {})
+        overloads = names.get(name.name, {})
+        overloads.pop(name.overload or "default", None)
+        space = self._namespaces.get(ns)
+        if overloads:
+            packet = space._packets.get(name.name) if space is not None else None
+            if packet is not None:
+                packet._changed()
+            return
+        names.pop(name.name, None)
+        if space is not None:
+            space._drop(name.name)
+        if not names:
+            self._index.pop(ns, None)
+            self._namespaces.pop(ns, None)
+            self.__dict__.pop(ns, None)
 
     def __dir__(self) -> list[str]:
         return [*super().__dir__(), *self.namespaces()]
+
+
+class _IndexListener:
+    """Keeps an `Ops` index current; holds the `Ops` weakly (see the module note)."""
+
+    __slots__ = ("_ops",)
+
+    def __init__(self, owner: Ops) -> None:
+        self._ops = weakref.ref(owner)
+
+    def on_operator_registered(self, op: OperatorHandle) -> None:
+        owner = self._ops()
+        if owner is not None:
+            owner._added(op.name)
+
+    def on_operator_deregistered(self, op: OperatorHandle) -> None:
+        owner = self._ops()
+        if owner is not None:
+            owner._removed(op.name)
 
 
 #: The operators of the process-wide dispatcher.

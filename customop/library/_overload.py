@@ -1,13 +1,17 @@
 """`OpOverload`: one operator overload, callable with its schema's exact signature.
 
-Each overload object is an instance of its own small subclass whose
-``__call__`` is generated for the schema (see `_callgen`), so a call costs
-one method call plus the generated fast path.
+An overload with generated call code (see `_callgen`) moves, on its first own
+call, to a small subclass of its own whose ``__call__`` is that code, so a
+call costs one method call plus the generated fast path. Binding makes no
+class: most overloads are bound for a `CustomOpDef` or a packet, which take
+the generated function directly, and a class costs more than the binding.
 """
 
 from __future__ import annotations
 
 import inspect
+import threading
+from collections.abc import Callable
 from typing import Any
 
 from customop.dispatch import Dispatcher, DispatchKeySet, OperatorHandle
@@ -44,6 +48,9 @@ class OpOverload:
         self.schema = schema
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        site = self._site
+        if site is not None:
+            return self._specialize(site)(*args, **kwargs)
         # Only for schemas whose names cannot be Python parameters (keywords,
         # varargs): others get a generated __call__ on their own subclass.
         self.check_current()
@@ -55,6 +62,14 @@ class OpOverload:
             choose_overload(str(self.name), [self], args, kwargs)
             args, kwargs = _filled(self.schema, args, kwargs)
         return self._handle(*args, **kwargs)
+
+    def _specialize(self, site: CallSite) -> Callable[..., Any]:
+        with _specialize_lock:
+            if type(self) is OpOverload:
+                call = staticmethod(site.function)
+                namespace = {"__slots__": (), "__call__": call}
+                self.__class__ = type(f"OpOverload[{self.schema.name}]", (OpOverload,), namespace)
+        return site.function
 
     @property
     def name(self) -> OperatorName:
@@ -153,8 +168,8 @@ def bind_overload(
         return adopt_overload(handle.dispatcher, OpOverload(handle, schema, None))
     is_tensor = is_tensor_check(handle.dispatcher)
     site = CallSite(handle, schema, is_tensor, api or str(schema.name), value_checks)
-    call = staticmethod(compile_call(site))
-    cls: type[OpOverload] = type(
-        f"OpOverload[{schema.name}]", (OpOverload,), {"__slots__": (), "__call__": call}
-    )
-    return adopt_overload(handle.dispatcher, cls(handle, schema, site))
+    compile_call(site)
+    return adopt_overload(handle.dispatcher, OpOverload(handle, schema, site))
+
+
+_specialize_lock = threading.Lock()

@@ -20,9 +20,9 @@ from customop.dispatch._global import dispatcher as default_dispatcher
 from customop.dispatch._kernel import caller_source
 from customop.exceptions import RegistrationError, UnknownOperatorError
 from customop.library import OpOverload, OpOverloadPacket
-from customop.library import _custom_op as custom_op_module
 from customop.library import ops as default_ops
 from customop.library._callhooks import set_overload_hook
+from customop.library._lifetime import live_definition
 from customop.schema import OperatorName, parse_operator_name
 from customop.torch._callcode import TorchCall
 from customop.torch._mirror import TorchMirror
@@ -155,8 +155,7 @@ def _call_objects(handle: OperatorHandle) -> list[Any]:
     """The live customop objects that call ``handle``'s op: they get the torch call."""
     name = handle.name
     found: list[Any] = []
-    key = (id(handle.dispatcher), f"{name.namespace}::{name.name}")
-    definition = custom_op_module._live.get(key)
+    definition = live_definition(handle.dispatcher, f"{name.namespace}::{name.name}")
     # A definition being replaced (by one not made yet) keeps its own call, and its guard.
     if (
         definition is not None

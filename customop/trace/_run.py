@@ -10,16 +10,18 @@ on. Placeholders without tensor metadata take any value.
 
 The ops to call are resolved once per dispatcher and registration epoch (a
 plan), so a re-run costs the kernel calls plus a walk over each node's args.
+A new plan keeps the bound overload of every op whose def is unchanged, so
+a registration elsewhere costs a lookup per op, never new call code.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
 from customop.dispatch import Dispatcher, OperatorHandle, epoch
 from customop.library._ops import defined_names
-from customop.library._overload import bind_overload
+from customop.library._overload import OpOverload, bind_overload
 from customop.trace._assume import check_assumptions
 from customop.trace._errors import fail, unknown_ops_error
 from customop.trace._meta import TensorMeta, dtype_name, size_entry
@@ -35,7 +37,7 @@ __all__ = ["Plan", "resolve", "run"]
 
 class Step(NamedTuple):
     node: Node
-    fn: Callable[..., Any]
+    fn: OpOverload
 
 
 class Plan(NamedTuple):
@@ -98,11 +100,19 @@ def _plan(graph: Graph, dispatcher: Dispatcher | None) -> Plan:
     if plan is None or plan.token is not token or plan.dispatcher is not dispatcher:
         calls = [n for n in graph._nodes if n.kind is NodeKind.CALL]
         handles = resolve(calls, dispatcher, "Graph.run")
+        kept = {} if plan is None else {step.fn.handle: step.fn for step in plan.steps}
         # One bound overload per op, however many nodes call it.
-        bound = {h: bind_overload(h, op_path(str(h.name))) for h in set(handles)}
+        bound = {h: _bound(h, kept.get(h)) for h in set(handles)}
         steps = tuple(Step(n, bound[h]) for n, h in zip(calls, handles, strict=True))
         plan = graph._plan = Plan(dispatcher, token, steps)
     return plan
+
+
+def _bound(handle: OperatorHandle, kept: OpOverload | None) -> OpOverload:
+    """``kept`` while it was bound for the op's current def, else a new binding."""
+    if kept is not None and kept.schema is handle._entry.schema:
+        return kept
+    return bind_overload(handle, op_path(str(handle.name)))
 
 
 def resolve(calls: Sequence[Node], dispatcher: Dispatcher | None, api: str) -> list[OperatorHandle]:

@@ -18,7 +18,7 @@ from customop.dispatch import (
     include_keys,
     local_keys,
 )
-from customop.dispatch._local import DEFAULT_LOCAL, local_state
+from customop.dispatch._local import DEFAULT_LOCAL, LOCAL_KEYS, local_state
 
 K = DispatchKey
 
@@ -122,17 +122,24 @@ def test_epoch_advances_on_every_registration(dispatcher: Dispatcher) -> None:
     assert epoch.token.number > after_def.number > before.number
 
 
-def test_epoch_is_not_cacheable_while_local_keys_are_active() -> None:
-    assert epoch.cacheable
-    before = epoch.token
-    with include_keys(K.Fake):
-        assert not epoch.cacheable
-        inside = epoch.token
-        with exclude_keys(K.CPU):
-            assert epoch.token is inside  # only the first entry and the last exit advance
-    assert epoch.cacheable
-    assert before is not inside and inside is not epoch.token
+def test_local_key_blocks_leave_the_epoch_alone() -> None:
+    # Registration caches (packets, graph plans, call caches) stay valid across
+    # FakeTensorMode / trace / opcheck blocks: call caches key on the local keys.
+    before, calls = epoch.token, epoch.calls
+    with include_keys(K.Fake), exclude_keys(K.CPU):
+        assert epoch.token is before and epoch.calls is calls
+    assert epoch.token is before and epoch.calls is calls
     assert repr(before).startswith("<Epoch ")
+
+
+def test_same_local_keys_are_one_object_while_they_live() -> None:
+    # Interned: calls cached in one FakeTensorMode block match in the next.
+    with include_keys(K.Fake):
+        first = LOCAL_KEYS.get()
+    with include_keys(K.Fake):
+        assert LOCAL_KEYS.get() is first
+    with exclude_keys(K.Fake):
+        assert LOCAL_KEYS.get() is not first
 
 
 class _Holder:
@@ -160,6 +167,21 @@ def test_fill_under_a_stale_token_does_nothing(dispatcher: Dispatcher) -> None:
     dispatcher.register_def("t::op(Tensor x) -> Tensor").remove()
     epoch.fill(token, holder, "stale")
     assert holder.cache == "empty"
+
+
+def test_debug_blocks_empty_call_caches_but_not_registration_caches() -> None:
+    # debug_checks must route every call through the checking slow path.
+    holder = _Holder()
+    before, calls = epoch.token, epoch.calls
+    epoch.fill(calls, holder, "entry")
+    epoch._local_block(+1)
+    try:
+        assert holder.cache == "empty" and not epoch.cacheable
+        epoch.fill(calls, holder, "stale")  # computed before the block began
+        assert holder.cache == "empty"
+    finally:
+        epoch._local_block(-1)
+    assert epoch.token is before and epoch.cacheable
 
 
 def test_holder_filled_twice_is_emptied_once(dispatcher: Dispatcher) -> None:
