@@ -25,7 +25,6 @@ transforms share one forward.
 
 from __future__ import annotations
 
-import threading
 import weakref
 from typing import Any, Final
 
@@ -39,6 +38,7 @@ from customop.dispatch import (
     below,
     fallthrough,
 )
+from customop.dispatch._guard import RegistryLock
 from customop.dispatch._kernel import DEFAULT_SOURCE
 from customop.dispatch._keys import keyset_from_bits
 from customop.library._autograd import FORMULA_KEY, AutogradFormula, set_engine
@@ -115,7 +115,7 @@ class Builtins:
 
 # Only a weak mark per dispatcher: anything holding its ops would keep it alive.
 _installed: weakref.WeakSet[Dispatcher] = weakref.WeakSet()
-_install_lock = threading.Lock()
+_install_lock = RegistryLock()
 
 
 def install(dispatcher: Dispatcher) -> Builtins:

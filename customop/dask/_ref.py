@@ -16,11 +16,11 @@ import importlib
 import os
 import runpy
 import sys
-import threading
 from typing import Any, Final, NoReturn
 
 from customop.dispatch import DispatchKey, OperatorHandle
 from customop.dispatch._global import dispatcher as default_dispatcher
+from customop.dispatch._guard import RegistryLock
 from customop.exceptions import UnknownOperatorError
 
 __all__ = ["OpRef", "defining_module"]
@@ -31,7 +31,7 @@ _KERNEL_KEYS: Final = (
     DispatchKey.CompositeImplicitAutograd,
     DispatchKey.Fake,
 )
-_lock = threading.Lock()
+_lock = RegistryLock()
 _found: dict[str, OperatorHandle] = {}  # per worker process: op name -> handle
 _scripts: set[str] = set()  # scripts already run in this process
 

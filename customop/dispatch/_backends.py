@@ -9,9 +9,8 @@ type for ``Device`` arguments.
 
 from __future__ import annotations
 
-import threading
-
 from customop.dispatch._extract import BackendRegistry, KeysOf, backend_bits
+from customop.dispatch._guard import RegistryLock
 from customop.dispatch._handles import RegistrationHandle
 from customop.dispatch._kernel import caller_source
 from customop.dispatch._keys import RUNTIME_KEYS, DispatchKey, DispatchKeySet, raise_unknown_key
@@ -25,7 +24,7 @@ __all__ = ["Backends", "coerce_array_keys"]
 class Backends:
     """The backend half of `Dispatcher`: key names, ``rename_backend``, ``register_array_type``."""
 
-    _lock: threading.RLock
+    _lock: RegistryLock
 
     def __init__(self) -> None:
         self._names: dict[DispatchKey, Registration] = {}

@@ -7,7 +7,6 @@ advances the global `epoch`. Calls (on `OperatorHandle`) never take the lock.
 
 from __future__ import annotations
 
-import threading
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
@@ -16,6 +15,7 @@ from weakref import WeakSet, WeakValueDictionary
 
 from customop.dispatch._changes import tell_changed
 from customop.dispatch._entry import EmptyState, OperatorEntry, empty_state
+from customop.dispatch._guard import RegistryLock
 from customop.dispatch._handles import RegistrationHandle
 from customop.dispatch._kernel import (
     DEFAULT_SOURCE,
@@ -83,7 +83,7 @@ class Dispatcher(Lookup):
     """
 
     def __init__(self, *, autograd_fallthrough: bool = True) -> None:
-        self._lock = threading.RLock()
+        self._lock = RegistryLock(reentrant=True)
         super().__init__()
         self._entries: dict[OperatorName, OperatorEntry] = {}
         # Erased entries that a live handle still points at: a new def revives them.

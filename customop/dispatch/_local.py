@@ -10,12 +10,12 @@ they share a thread. A `ContextVar.get` is also about 4x cheaper than a
 
 from __future__ import annotations
 
-import threading
 import weakref
 from contextvars import ContextVar, Token
 from types import TracebackType
 from typing import Any, Final, Protocol, final
 
+from customop.dispatch._guard import RegistryLock
 from customop.dispatch._keys import FULL_BITS, DispatchKey, DispatchKeySet, keyset_from_bits
 
 __all__ = [
@@ -82,7 +82,7 @@ class LocalState:
     def __init__(self) -> None:
         # Re-entrant: a value can die (and `_gone` run) in a garbage collection
         # triggered by an allocation made while this thread holds the lock.
-        self._lock = threading.RLock()
+        self._lock = RegistryLock(reentrant=True)
         self._live: dict[tuple[int, int], weakref.ref[LocalKeys]] = {}
         self.default: LocalKeys | None = DEFAULT_LOCAL
 
@@ -154,7 +154,7 @@ class EpochClock:
     __slots__ = ("_active", "_filled", "_lock", "_next", "calls", "token")
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._lock = RegistryLock()
         self._next = 1
         self._active = 0
         # Weak: a filled cache must not keep its op (and a private dispatcher) alive.

@@ -15,7 +15,6 @@ each asyncio task has its own (a task starts with a copy of its creator's).
 
 from __future__ import annotations
 
-import threading
 import weakref
 from collections.abc import Callable
 from contextvars import ContextVar, Token
@@ -25,6 +24,7 @@ from typing import Any, Final, final
 from typing_extensions import Self
 
 from customop.dispatch._dispatcher import LIVE_DISPATCHERS, Dispatcher
+from customop.dispatch._guard import RegistryLock
 from customop.dispatch._handles import RegistrationHandle
 from customop.dispatch._kernel import DEFAULT_SOURCE, caller_source
 from customop.dispatch._keys import DispatchKey, DispatchKeySet
@@ -57,7 +57,7 @@ _installed: weakref.WeakKeyDictionary[Dispatcher, RegistrationHandle | None] = (
     weakref.WeakKeyDictionary()
 )
 #: dispatcher -> op name -> mode class -> (rule, source).
-_rules_lock: Final = threading.Lock()
+_rules_lock: Final = RegistryLock()
 _rules: weakref.WeakKeyDictionary[Dispatcher, dict[str, dict[type, tuple[ModeRule, str]]]] = (
     weakref.WeakKeyDictionary()
 )

@@ -14,13 +14,13 @@ against the schema when registered (validate first, then mutate).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, NoReturn, final
 from weakref import WeakKeyDictionary
 
 from customop.dispatch import Dispatcher, OperatorHandle, RegistrationHandle
 from customop.dispatch._global import dispatcher as default_dispatcher
+from customop.dispatch._guard import RegistryLock
 from customop.dispatch._kernel import caller_source
 from customop.exceptions import RegistrationError
 from customop.library._hooks import op_handle
@@ -158,7 +158,7 @@ def _check_schema(rule: BlockwiseRule, schema: FunctionSchema, name: str, api: s
         )
 
 
-_lock = threading.Lock()
+_lock = RegistryLock()
 _rules: WeakKeyDictionary[Dispatcher, dict[str, BlockwiseRule]] = WeakKeyDictionary()
 
 

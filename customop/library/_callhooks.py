@@ -9,12 +9,12 @@ object in place (its class), never replaces it.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 from weakref import WeakKeyDictionary
 
 from customop.dispatch import Dispatcher, RegistrationHandle
+from customop.dispatch._guard import RegistryLock
 from customop.dispatch._kernel import caller_source
 from customop.exceptions import RegistrationError
 
@@ -24,7 +24,7 @@ __all__ = ["OverloadHook", "adopt_overload", "set_overload_hook"]
 OverloadHook = Callable[[Any], None]
 T = TypeVar("T")
 
-_lock = threading.Lock()
+_lock = RegistryLock()
 _hooks: WeakKeyDictionary[Dispatcher, OverloadHook] = WeakKeyDictionary()
 
 

@@ -10,12 +10,12 @@ would check the undecorated function.
 from __future__ import annotations
 
 import functools
-import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 from customop.dispatch import Dispatcher, DispatchKey, OperatorHandle, RegistrationHandle
 from customop.dispatch._global import dispatcher as default_dispatcher
+from customop.dispatch._guard import RegistryLock
 from customop.dispatch._kernel import caller_source
 from customop.dispatch._modes import register_dispatch_mode
 from customop.exceptions import RegistrationError
@@ -296,7 +296,7 @@ class _Specialized(CustomOpDef[Any, Any]):
 
 
 # Guards the one-time binding of a definition's OpOverload and call code.
-_bind_lock = threading.Lock()
+_bind_lock = RegistryLock()
 
 
 def _choice_checks(schema: FunctionSchema, choices: dict[str, Choices]) -> dict[int, Check]:

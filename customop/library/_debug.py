@@ -9,13 +9,13 @@ context are checked.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Final
 
 from customop.dispatch import epoch
+from customop.dispatch._guard import RegistryLock
 from customop.library._aliasing import arrays_in, changed, shares_memory, snapshot
 from customop.schema import FunctionSchema
 
@@ -53,7 +53,7 @@ class _DebugState:
 
 
 debug_state: Final = _DebugState()
-_lock: Final = threading.Lock()
+_lock: Final = RegistryLock()
 
 
 def _argument_values(

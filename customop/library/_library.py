@@ -16,6 +16,7 @@ from customop.dispatch import (
     fallthrough,
 )
 from customop.dispatch._global import dispatcher as default_dispatcher
+from customop.dispatch._guard import run_or_defer
 from customop.exceptions import RegistrationError
 from customop.library._dtype_args import canonical_dtypes
 from customop.library._fake_impl import remember_fake_impl
@@ -366,9 +367,11 @@ class Library:
     def __del__(self) -> None:
         # Closed when garbage-collected, as torch's Library is. (Not weakref.finalize:
         # four more objects per library, and a @custom_op makes one library per op.)
-        # At interpreter exit the process is going away: nothing to undo.
+        # At interpreter exit the process is going away: nothing to undo. A
+        # collection can start inside a registry section of this thread; then the
+        # close waits for the section's end (see customop.dispatch._guard).
         if not sys.is_finalizing() and not getattr(self, "_closed", True):
-            self.close()
+            run_or_defer(self.close)
 
     def __enter__(self) -> Library:
         return self

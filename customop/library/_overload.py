@@ -10,11 +10,11 @@ the generated function directly, and a class costs more than the binding.
 from __future__ import annotations
 
 import inspect
-import threading
 from collections.abc import Callable
 from typing import Any
 
 from customop.dispatch import Dispatcher, DispatchKeySet, OperatorHandle
+from customop.dispatch._guard import RegistryLock
 from customop.exceptions import RegistrationError
 from customop.library._binding import python_signature
 from customop.library._callgen import CallSite, can_generate, compile_call, python_default
@@ -172,4 +172,4 @@ def bind_overload(
     return adopt_overload(handle.dispatcher, OpOverload(handle, schema, site))
 
 
-_specialize_lock = threading.Lock()
+_specialize_lock = RegistryLock()

@@ -10,12 +10,12 @@ the handle of ``fn``'s most recent registration.
 
 from __future__ import annotations
 
-import threading
 import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from customop.dispatch import RegistrationHandle
+from customop.dispatch._guard import RegistryLock
 from customop.exceptions import RegistrationError
 
 __all__ = ["handle_of", "remember_handle"]
@@ -26,7 +26,7 @@ _handles: weakref.WeakKeyDictionary[Any, RegistrationHandle] = weakref.WeakKeyDi
 # Functions that cannot be weakly referenced (some builtins): kept by id, with the
 # function itself, so an id is never reused while its entry exists.
 _strong: dict[int, tuple[Any, RegistrationHandle]] = {}
-_lock = threading.Lock()
+_lock = RegistryLock()
 
 
 def remember_handle(fn: F, handle: RegistrationHandle) -> F:

@@ -17,7 +17,6 @@ its keys itself); `FakeTensor` and the torch and cupy adapters are added by
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import Any, Final, NoReturn, TypeAlias, final
 from weakref import WeakKeyDictionary
@@ -31,6 +30,7 @@ from customop.dispatch import (
 )
 from customop.dispatch._extract import DEVICE_KEYS
 from customop.dispatch._global import dispatcher as default_dispatcher
+from customop.dispatch._guard import RegistryLock
 from customop.dispatch._kernel import DEFAULT_SOURCE, caller_source
 from customop.exceptions import DispatchKeyError
 from customop.tensor._device import Device, DeviceLike, to_device
@@ -109,7 +109,7 @@ _CPU: Final = Device("cpu")
 _NUMPY: Final = ArrayAdapter("numpy.ndarray", "cpu", lambda _: _CPU, numpy_empty, DEFAULT_SOURCE)
 
 # Copy-on-write per dispatcher: readers never lock, writers replace a dispatcher's dict whole.
-_lock = threading.Lock()
+_lock = RegistryLock()
 _tables: WeakKeyDictionary[Dispatcher, dict[type | str, ArrayAdapter]] = WeakKeyDictionary()
 
 
