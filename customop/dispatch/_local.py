@@ -187,7 +187,11 @@ class EpochClock:
                 self._filled.add(holder)
 
     def forget(self, holder: CacheHolder) -> None:
-        """Stop tracking ``holder`` (its op is gone); empties its cache."""
+        """Stop tracking ``holder`` (its op is gone); empties its cache.
+
+        Args:
+            holder: the object whose cache `fill` set.
+        """
         with self._lock:
             self._filled.discard(holder)
             holder.clear_cache()
