@@ -28,6 +28,12 @@ def clip_repr(value: Any, limit: int = LIMIT) -> str:
     ``repr`` runs, so a huge value costs no more than a short one."""
     if isinstance(value, str) and len(value) > limit:
         return f"{value[:limit]!r}... ({len(value) - limit} more characters)"
+    if isinstance(value, int) and value.bit_length() > 3 * limit:  # repr fails past 4,300 digits
+        return f"<an integer of about {int(value.bit_length() * 0.30103)} digits>"
     if isinstance(value, list | tuple | dict | set | frozenset) and len(value) > limit:
         return f"<{type(value).__name__} of {len(value)} items>"
-    return clip(repr(value), limit)
+    try:
+        text = repr(value)
+    except ValueError:  # an integer past Python's 4,300-digit limit, inside a container
+        return f"<{type(value).__name__} holding a huge integer>"
+    return clip(text, limit)

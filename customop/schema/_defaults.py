@@ -110,9 +110,14 @@ class Default(Frozen):
     def _decode(cls, value: Any) -> Any:
         value = _decode(value)
         for text in value if isinstance(value, tuple) else (value,):
+            if _too_big(text):
+                raise SchemaError(
+                    f"integer default {_describe(text)}. Schema integers are 64-bit, as "
+                    "torch's. Use a value from -2**63 to 2**63 - 1, or a float."
+                )
             if isinstance(text, str) and not _encodable(text):
                 raise SchemaError(
-                    f"string default {text!r} has a lone surrogate. Schema text is UTF-8, "
+                    f"string default {clip_repr(text)} has a lone surrogate. Schema text is UTF-8, "
                     "which cannot hold one. Use a valid Unicode string."
                 )
         return value
