@@ -160,8 +160,6 @@ def _returns(schema: FunctionSchema) -> str:
     return types[0] if len(types) == 1 else "tuple[" + ", ".join(types) + "]"
 
 
-
-
 class _Names:
     """Class names unique in the stub: ``_<ns>``, ``_<ns>_<op>``, ``_<ns>_<op>_<overload>``."""
 
