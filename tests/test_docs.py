@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import linecache
 import re
 from pathlib import Path
 
@@ -32,8 +33,11 @@ def test_page_examples_run(page: Path) -> None:
         if language != "python" or "no-run" in options:
             continue
         out = io.StringIO()
+        filename = f"{page.name}[block {index}]"
+        # Tracebacks (and, on Python 3.10, registration sources) read the block's lines.
+        linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
         with contextlib.redirect_stdout(out):
-            exec(compile(code, f"{page.name}[block {index}]", "exec"), namespace)
+            exec(compile(code, filename, "exec"), namespace)
         following = blocks[index + 1] if index + 1 < len(blocks) else None
         if following is not None and following[0] == "text":
             assert out.getvalue() == following[2], f"{page.name} block {index}"

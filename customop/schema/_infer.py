@@ -267,6 +267,8 @@ def _returns(site: Site) -> tuple[Return, ...]:
     if typing.get_origin(annotation) is not tuple:
         return (_return(annotation, site),)
     items = typing.get_args(annotation)
+    if items == ((),):  # Python 3.10 spells typing.Tuple[()]'s arguments so
+        items = ()
     if Ellipsis in items:
         site.fail(
             f"{site.annotated(annotation)} is a tuple of any length",

@@ -25,9 +25,7 @@ from customop.schema._lexer import MAX_DEPTH
     ],
     ids=["fbgemm", "upper-x", "negative", "max", "min"],
 )
-def test_hex_integer_defaults_read_their_value_and_print_as_decimals(
-    text: str, value: int
-) -> None:
+def test_hex_integer_defaults_read_their_value_and_print_as_decimals(text: str, value: int) -> None:
     schema = parse_schema(f"ns::f(int info_B_mask={text}) -> ()")
     default = schema.arguments[0].default
     assert default is not None
