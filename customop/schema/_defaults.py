@@ -20,11 +20,11 @@ from customop.schema._types import BaseType, ListType, OptionalType, SchemaType
 
 __all__ = [
     "ENUM_DEFAULTS",
+    "INT64_MAX",
+    "INT64_MIN",
     "SCALAR_TYPE_CODES",
     "Default",
     "DefaultValue",
-    "INT64_MAX",
-    "INT64_MIN",
     "check_default",
     "coerce_default",
     "format_value",

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
-from typing_extensions import TypeAlias, assert_type, reveal_type
+from typing_extensions import assert_type, reveal_type
 
 from customop.dispatch import RegistrationHandle
 from customop.library import custom_op
