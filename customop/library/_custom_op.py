@@ -16,7 +16,7 @@ from typing import Any, Generic, ParamSpec, TypeVar, overload
 from customop.dispatch import Dispatcher, DispatchKey, OperatorHandle, RegistrationHandle
 from customop.dispatch._global import dispatcher as default_dispatcher
 from customop.dispatch._kernel import caller_source
-from customop.exceptions import RegistrationError
+from customop.exceptions import RegistrationError, SchemaError
 from customop.library._checks import attach_value_checks
 from customop.library._choices import choice_checks, enum_kernel
 from customop.library._hooks import device_keys, register_fake_on, register_kernel_on
@@ -216,7 +216,10 @@ def _schema_of(
         schema = _explicit_schema(options, options.schema_text)
         check_mutates_against(schema, options)
         return schema, {}
-    details = infer_schema_details(fn, mutates_args=options.mutates_args, op_name=options.name)
+    try:
+        details = infer_schema_details(fn, mutates_args=options.mutates_args, op_name=options.name)
+    except SchemaError as error:  # name the op being defined, not only the function
+        raise SchemaError(f"custom_op {options.name!r}: {error}") from None
     return details.schema, dict(details.choices)
 
 
@@ -248,6 +251,8 @@ def _define(
             library.close()
             raise
         handle = dispatcher.find_schema_or_throw(options.name)
+        fn_name = getattr(fn, "__name__", "op")
+        handle._entry.kernel_hint = f"{fn_name}.register_kernel('{{device}}', fn)"
         checks = choice_checks(schema, choices)
         if checks:
             library._adopt(_detaching(attach_value_checks(schema, checks)))

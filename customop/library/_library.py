@@ -12,6 +12,7 @@ from customop.dispatch import Dispatcher, DispatchKey, DispatchKeySet, Registrat
 from customop.dispatch._global import dispatcher as default_dispatcher
 from customop.exceptions import RegistrationError
 from customop.schema import FunctionSchema, OperatorName, parse_operator_name, parse_schema
+from customop.schema._clip import clip_repr
 
 __all__ = ["Library", "LibraryKind", "library", "library_fragment", "library_impl"]
 
@@ -90,7 +91,7 @@ class Library:
         `Dispatcher.register_def`).
         """
         api = "Library.define"
-        self._check_open(api)
+        self._check_open(api, schema)
         if self.kind == "IMPL":
             raise RegistrationError(
                 f"{api}: library {self.ns!r} is an IMPL library, which only registers kernels. "
@@ -129,7 +130,7 @@ class Library:
         ``source`` is as for `define`.
         """
         api = "Library.impl"
-        self._check_open(api)
+        self._check_open(api, name)
         op = self._qualify(name, api)
         key = dispatch_key if dispatch_key is not None else self.dispatch_key
         kernel: Callable[..., Any] = fn
@@ -165,11 +166,13 @@ class Library:
     def closed(self) -> bool:
         return self._closed
 
-    def _check_open(self, api: str) -> None:
+    def _check_open(self, api: str, op: object = None) -> None:
         if self.closed:
+            # Name the op being registered, so a long registration module points at it.
+            what = "" if op is None else f" so {clip_repr(str(op), 80)} cannot be registered"
             raise RegistrationError(
-                f"{api}: library {self.ns!r} ({self.kind}) is closed. A closed library has "
-                "removed its registrations. Create a new Library."
+                f"{api}: library {self.ns!r} ({self.kind}) is closed,{what}. A closed library "
+                "has removed its registrations. Create a new Library."
             )
 
     def close(self) -> None:
