@@ -28,9 +28,7 @@ def plain(x: Tensor, n: int) -> Tensor:
 times = custom_op("typing::times", plain, mutates_args=())
 array = np.zeros(3)
 
-reveal_type(
-    times
-)  # N: Revealed type is "customop.library._custom_op.CustomOpDef[[x: customop.tensor._protocol.Tensor, n: int], customop.tensor._protocol.Tensor]"
+reveal_type(times)  # N: Revealed type is "customop.library._custom_op.CustomOpDef[[x: customop.tensor._protocol.Tensor, n: int], customop.tensor._protocol.Tensor]"
 result = scale(array, 2.0, bias=1.0)
 reveal_type(result)  # N: Revealed type is "numpy.ndarray[Any, Any]"
 assert_type(times(array, 3), Tensor)
