@@ -51,7 +51,7 @@ def unannotated_huge(x: Tensor, n=10**5000) -> Tensor:  # type: ignore[no-untype
     [
         (bare_literal, "is a bare Literal, with no values"),
         (bare_annotated, "is a bare Annotated, with no type"),
-        (composite_flag, "has the default <Perm.R|W: 3>, which does not fit"),
+        (composite_flag, f"has the default {Perm.R | Perm.W!r}, which does not fit"),
         (beyond_64_bits, "has the default 18446744073709551616, beyond the 64-bit range"),
         (beyond_digit_limit, "has the default <an integer of about 5000 digits>, beyond"),
         (float_beyond_digit_limit, "beyond the 64-bit range"),
