@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import io
+import linecache
 import re
 from pathlib import Path
 
@@ -39,8 +40,11 @@ def test_page_examples_run(page: Path) -> None:
         if "requires torch" in options and importlib.util.find_spec("torch") is None:
             continue  # a torch example (docs/torch.md): run where torch is installed
         out = io.StringIO()
+        filename = f"{page.name}[block {index}]"
+        # Tracebacks (and, on Python 3.10, registration sources) read the block's lines.
+        linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
         with contextlib.redirect_stdout(out):
-            exec(compile(code, f"{page.name}[block {index}]", "exec"), namespace)
+            exec(compile(code, filename, "exec"), namespace)
         following = blocks[index + 1] if index + 1 < len(blocks) else None
         if following is not None and following[0] == "text":
             assert out.getvalue() == following[2], f"{page.name} block {index}"

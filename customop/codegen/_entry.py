@@ -30,6 +30,7 @@ from customop.codegen._tables import (
 )
 from customop.exceptions import SchemaError
 from customop.schema import FunctionSchema, parse_schema
+from customop.schema._clip import clip_repr
 
 __all__ = ["Entry", "EntryContext", "did_you_mean", "split_keys"]
 
@@ -50,7 +51,7 @@ def did_you_mean(word: str, choices: tuple[str, ...] | frozenset[str]) -> str | 
     """``Did you mean 'x'?`` for the closest choice, or None."""
     close = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.6)
     close = close or [c for c in sorted(choices) if c.lower() == word.lower()]
-    return f"Did you mean {close[0]!r}?" if close else None
+    return f"Did you mean {clip_repr(close[0])}?" if close else None
 
 
 def _context(info: ValidationInfo) -> EntryContext:
@@ -63,7 +64,7 @@ def _context(info: ValidationInfo) -> EntryContext:
 def _parse_func(value: Any, info: ValidationInfo) -> Any:
     if not isinstance(value, str):
         raise ValueError(
-            f"func is {value!r}, not a string. It is the operator's schema. "
+            f"func is {clip_repr(value)}, not a string. It is the operator's schema. "
             "Write it like 'func: mylib::add(Tensor x, Tensor y) -> Tensor'."
         )
     # A func without 'ns::' takes the default namespace: parse it with the prefix
@@ -79,7 +80,8 @@ def _parse_func(value: Any, info: ValidationInfo) -> Any:
             raise ValueError(f"func is not a valid schema: {reason}") from None
     if schema.name is None:
         raise ValueError(
-            f"func {value!r} has no operator name. Each entry declares one named operator. "
+            f"func {clip_repr(value)} has no operator name. Each entry declares one named "
+            "operator. "
             "Write it as 'name.overload(args) -> returns'."
         )
     return schema
@@ -92,7 +94,7 @@ def _split_variants(value: Any) -> Any:
     for variant in variants:
         if variant not in _VARIANTS:
             raise ValueError(
-                f"variant {variant!r} is unknown. Only 'function' and 'method' exist in "
+                f"variant {clip_repr(variant)} is unknown. Only 'function' and 'method' exist in "
                 "native_functions.yaml. Write 'variants: function' or 'variants: function, method'."
             )
     return variants
@@ -110,7 +112,8 @@ def _check_keys(text: str) -> str:
                 f"customop's keys are {', '.join(CUSTOMOP_KEYS)}."
             )
             raise ValueError(
-                f"dispatch key {key!r} is unknown. A kernel under an unknown key would never "
+                f"dispatch key {clip_repr(key)} is unknown. A kernel under an unknown key would "
+                "never "
                 f"run. {fix}"
             )
     return text
@@ -119,7 +122,8 @@ def _check_keys(text: str) -> str:
 def _kernel(value: Any, info: ValidationInfo) -> Any:
     if not isinstance(value, str):
         raise ValueError(
-            f"kernel {value!r} is not a string. The registration module imports each kernel "
+            f"kernel {clip_repr(value)} is not a string. The registration module imports each "
+            "kernel "
             "by its path. Write 'CPU: pkg.module:function'."
         )
     return KernelPath.parse(value, _context(info).kernels)
@@ -134,7 +138,8 @@ def _known_tag(tag: str, info: ValidationInfo) -> str:
     if tag not in context.tags:
         fix = did_you_mean(tag, context.tags) or "Add it to the tags file, or remove it."
         raise ValueError(
-            f"tag {tag!r} is unknown. Tags are checked against {context.tags_source} so that "
+            f"tag {clip_repr(tag)} is unknown. Tags are checked against {context.tags_source} "
+            "so that "
             f"a misspelt tag is caught. {fix}"
         )
     return tag
@@ -143,7 +148,7 @@ def _known_tag(tag: str, info: ValidationInfo) -> str:
 def _identifier(value: str | None) -> str | None:
     if value is not None and not is_name(value):
         raise ValueError(
-            f"python_module {value!r} is not an identifier. It names a Python submodule, "
+            f"python_module {clip_repr(value)} is not an identifier. It names a Python submodule, "
             "like torch.nn. Write 'python_module: nn'."
         )
     return value

@@ -9,6 +9,7 @@ from customop.codegen._model import CodegenReport, GenOptions, _Model, is_name
 from customop.codegen._render import render_registration
 from customop.codegen._stubs import render_stubs
 from customop.exceptions import CodegenError
+from customop.schema._clip import clip, clip_repr
 
 __all__ = ["GeneratedFiles", "generate"]
 
@@ -25,7 +26,8 @@ def _module_name(path: Path, options: GenOptions) -> str:
     name = options.module_name or path.stem
     if not is_name(name):
         message = (
-            f"customop gen: module name {name!r} (from {path.name}) is not a Python identifier. "
+            f"customop gen: module name {clip_repr(name)} (from {clip(path.name)}) is not a "
+            "Python identifier. "
             "The generated files are imported by that name. "
             "Pass a name, e.g. --name my_ops (module_name= in GenOptions)."
         )

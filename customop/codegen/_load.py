@@ -24,8 +24,14 @@ from customop.codegen._tables import (
 )
 from customop.codegen._yaml import LinedDict, LinedList, line_of, load_tags, read_yaml
 from customop.exceptions import CodegenError
+from customop.schema._clip import clip, clip_repr
 
 __all__ = ["load_declarations"]
+
+
+#: How many problems a `CodegenError` message lists, and how long each line may be.
+MAX_LISTED = 100
+MAX_LINE = 1000
 
 
 class _Problems:
@@ -39,10 +45,21 @@ class _Problems:
         self.found.append((line, f"{self.path}:{line}: {subject}: {message}"))
 
     def raise_if_any(self) -> None:
-        """Raise the problems found so far, in line order (stable within a line)."""
+        """Raise the problems found so far, in line order (stable within a line).
+
+        The message lists the first `MAX_LISTED` (``problems`` has them all), each
+        line clipped, so that a huge or hostile file gives a message of bounded size.
+        """
         if self.found:
-            lines = tuple(text for _, text in sorted(self.found, key=lambda found: found[0]))
-            raise CodegenError("\n".join(lines), problems=lines)
+            ordered = sorted(self.found, key=lambda found: found[0])
+            lines = tuple(clip(text, MAX_LINE) for _, text in ordered)
+            shown = list(lines[:MAX_LISTED])
+            if len(lines) > MAX_LISTED:
+                shown.append(
+                    f"... and {len(lines) - MAX_LISTED} more problems (CodegenError.problems "
+                    "lists them all). Fix the ones above first."
+                )
+            raise CodegenError("\n".join(shown), problems=lines)
 
 
 def _context(options: GenOptions) -> EntryContext:
@@ -54,7 +71,7 @@ def _context(options: GenOptions) -> EntryContext:
 
 def _subject(raw: Any, index: int) -> str:
     func = raw.get("func") if isinstance(raw, dict) else None
-    return f"entry {func!r}" if isinstance(func, str) else f"entry #{index + 1} (no func)"
+    return f"entry {clip_repr(func)}" if isinstance(func, str) else f"entry #{index + 1} (no func)"
 
 
 def _pydantic_message(item: Any) -> str:
@@ -68,14 +85,17 @@ def _pydantic_message(item: Any) -> str:
             f"Remove it; the fields customop uses are {', '.join(USED_FIELDS)}."
         )
         return (
-            f"unknown field {field!r}. It is not a native_functions.yaml field, so it would be "
+            f"unknown field {clip_repr(field)}. It is not a native_functions.yaml field, so it "
+            "would be "
             f"lost silently. {fix}"
         )
     example = FIELD_EXAMPLES.get(field, "in native_functions.yaml")
     if item["type"] == "missing":
-        return f"field {field!r} is missing. Every entry declares an operator. Add {example}."
+        return (
+            f"field {clip_repr(field)} is missing. Every entry declares an operator. Add {example}."
+        )
     where = ".".join(str(part) for part in loc)
-    return f"{where} is {item['input']!r}: {item['msg']}. Write it like {example}."
+    return f"{where} is {clip_repr(item['input'])}: {item['msg']}. Write it like {example}."
 
 
 def _duplicates(raw: LinedDict, problems: _Problems, subject: str) -> None:
@@ -88,7 +108,7 @@ def _duplicates(raw: LinedDict, problems: _Problems, subject: str) -> None:
             problems.add(
                 line,
                 subject,
-                f"{what} {key!r} appears twice (first at line {mapping.key_lines[key]}). "
+                f"{what} {clip_repr(key)} appears twice (first at line {mapping.key_lines[key]}). "
                 "YAML keeps only the last one, so the first would be lost. Remove one.",
             )
 
@@ -109,8 +129,9 @@ def _bindings(
                 problems.add(
                     line,
                     subject,
-                    f"dispatch key {key!r} has two kernels ({bindings[key].written!r} and "
-                    f"{written!r}). A key runs one kernel per operator. Remove one.",
+                    f"dispatch key {clip_repr(key)} has two kernels "
+                    f"({clip_repr(bindings[key].written)} and "
+                    f"{clip_repr(written)}). A key runs one kernel per operator. Remove one.",
                 )
             else:
                 bindings[key] = KernelBinding(key=key, kernel=kernel, written=written, line=line)
@@ -133,7 +154,8 @@ class _NameCheck:
             self.problems.add(
                 line,
                 subject,
-                f"operator {str(name)!r} is declared twice (first at line {self.lines[str(name)]})"
+                f"operator {clip_repr(str(name))} is declared twice (first at line "
+                f"{self.lines[str(name)]})"
                 ". A name and overload name one operator. Rename one overload or drop one entry.",
             )
             return False
@@ -142,7 +164,7 @@ class _NameCheck:
             self.problems.add(
                 line,
                 subject,
-                f"operator name {name.name!r} is an attribute of every Python object, so "
+                f"operator name {clip_repr(name.name)} is an attribute of every Python object, so "
                 f"ops.{name.namespace}.{name.name} could not reach the operator. Rename it.",
             )
         overload = name.overload or "default"
@@ -157,7 +179,7 @@ class _NameCheck:
             self.problems.add(
                 line,
                 subject,
-                f"name {written!r} is one the typed stub uses for its own helpers, so the "
+                f"name {clip_repr(written)} is one the typed stub uses for its own helpers, so the "
                 "stub could not describe it. Rename it.",
             )
         first = self.taken.setdefault((*scope, attribute), written)
@@ -165,9 +187,23 @@ class _NameCheck:
             self.problems.add(
                 line,
                 subject,
-                f"{written!r} and {first!r} both become the Python name {attribute!r} "
+                f"{clip_repr(written)} and {clip_repr(first)} both become the Python name "
+                f"{clip_repr(attribute)} "
                 "(keywords get a trailing '_'). Rename one of them.",
             )
+
+
+def _kind(value: Any) -> str:
+    """What a YAML value is, in YAML's words (never a Python class name)."""
+    if value is None:
+        return "empty"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return f"the string {clip_repr(value, 40)}"
+    if isinstance(value, bool | int | float):
+        return f"the {type(value).__name__} {clip_repr(value, 40)}"
+    return "a scalar"
 
 
 def _declaration(
@@ -178,7 +214,7 @@ def _declaration(
         problems.add(
             line,
             subject,
-            f"the entry is a {type(raw).__name__}, not a mapping. Each entry maps field names "
+            f"the entry is {_kind(raw)}, not a mapping. Each entry maps field names "
             "to values. Write it as '- func: ...' with further fields indented below.",
         )
         return None

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from customop.exceptions import CodegenError
 from customop.schema import FunctionSchema, OperatorName
+from customop.schema._clip import clip_repr
 
 __all__ = [
     "CodegenReport",
@@ -76,7 +77,7 @@ class GenOptions(_Model):
     def _check_name(cls, value: str | None) -> str | None:
         if value is not None and not is_name(value):
             raise ValueError(
-                f"{value!r} is not a Python identifier. It becomes a Python name in the "
+                f"{clip_repr(value)} is not a Python identifier. It becomes a Python name in the "
                 "generated code. Use letters, digits and underscores, like 'mylib'."
             )
         return value
@@ -86,7 +87,7 @@ class GenOptions(_Model):
     def _check_module(cls, value: str | None) -> str | None:
         if value is not None and not is_dotted_name(value):
             raise ValueError(
-                f"{value!r} is not a module path. The registration module imports it. "
+                f"{clip_repr(value)} is not a module path. The registration module imports it. "
                 "Write a dotted module name, like 'mypkg.kernels'."
             )
         return value
@@ -95,7 +96,7 @@ class GenOptions(_Model):
 def _option_problem(item: Any) -> str:
     field = ".".join(str(part) for part in item["loc"])
     cause = item.get("ctx", {}).get("error")
-    detail = str(cause) if cause is not None else f"{item['input']!r}: {item['msg']}."
+    detail = str(cause) if cause is not None else f"{clip_repr(item['input'])}: {item['msg']}."
     return f"GenOptions: {field}: {detail}"
 
 
@@ -127,7 +128,8 @@ class KernelPath(_Model):
             return None if default_module is None else cls(module=default_module, qualname=text)
         if not (is_dotted_name(module) and is_dotted_name(qualname)):
             raise ValueError(
-                f"kernel {text!r} is not a Python path. The registration module imports each "
+                f"kernel {clip_repr(text)} is not a Python path. The registration module "
+                "imports each "
                 "kernel by its path. Write 'pkg.module:function' or 'pkg.module.function'."
             )
         return cls(module=module, qualname=qualname)

@@ -9,6 +9,7 @@ when the module is imported rather than at some later first call.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from customop.codegen import _templates as t
@@ -16,12 +17,41 @@ from customop.codegen._model import Declaration, DeclarationFile
 from customop.codegen._names import python_name
 from customop.codegen._tables import CUSTOMOP_KEYS
 
-__all__ = ["py_string", "py_tuple", "render_registration", "source_name"]
+__all__ = ["py_string", "py_tuple", "render_registration", "safe_text", "source_name"]
+
+
+# What `json.dumps(..., ensure_ascii=False)` leaves unescaped but generated source must
+# not hold raw: characters that are not printable (line separators like U+2028, which
+# tools split lines at; lone surrogates, which UTF-8 cannot encode).
+_UNPRINTABLE = re.compile(r"[^\x20-\x7e]")
+
+
+def _escape(found: re.Match[str]) -> str:
+    char = found.group()
+    if char.isprintable():  # lone surrogates are not
+        return char
+    code = ord(char)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def py_string(text: str) -> str:
-    """A double-quoted Python literal of ``text`` (a JSON string is one)."""
-    return json.dumps(text)
+    """A double-quoted Python literal of ``text``, safe anywhere in generated source.
+
+    Quotes and backslashes are escaped, so the literal (or its inside, in a
+    docstring or comment) can never end early; control and other unprintable
+    characters are escaped, so it is one line. Printable non-ASCII text stays as
+    it is: JSON's ``\\ud83d\\ude00`` spelling of an emoji would be two lone
+    surrogates in Python.
+    """
+    quoted = json.dumps(text, ensure_ascii=False)
+    return quoted if quoted.isascii() else _UNPRINTABLE.sub(_escape, quoted)
+
+
+def safe_text(text: str) -> str:
+    """``text`` escaped for a comment or a docstring: `py_string` without its quotes."""
+    return py_string(text)[1:-1]
 
 
 def py_tuple(items: list[str]) -> str:
@@ -31,8 +61,9 @@ def py_tuple(items: list[str]) -> str:
 
 def source_name(declarations: DeclarationFile) -> str:
     """The YAML file as generated headers name it: its file name, so output is the
-    same wherever the file lives."""
-    return Path(declarations.path).name
+    same wherever the file lives, escaped (`safe_text`): a file name can hold quotes
+    and newlines, and it goes into a comment and a docstring."""
+    return safe_text(Path(declarations.path).name)
 
 
 def _define(var: str, decl: Declaration) -> str:

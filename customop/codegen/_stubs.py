@@ -19,7 +19,7 @@ import re
 from customop.codegen import _templates as t
 from customop.codegen._model import Declaration, DeclarationFile, plural
 from customop.codegen._names import python_name
-from customop.codegen._render import py_string, source_name
+from customop.codegen._render import py_string, safe_text, source_name
 from customop.schema import (
     BaseType,
     DictType,
@@ -160,10 +160,6 @@ def _returns(schema: FunctionSchema) -> str:
     return types[0] if len(types) == 1 else "tuple[" + ", ".join(types) + "]"
 
 
-def _doc(text: str) -> str:
-    return py_string(text)[1:-1]  # escaped for a docstring: backslashes and quotes
-
-
 class _Names:
     """Class names unique in the stub: ``_<ns>``, ``_<ns>_<op>``, ``_<ns>_<op>_<overload>``."""
 
@@ -190,7 +186,7 @@ def _packet(op: str, decls: list[Declaration], names: _Names) -> tuple[str, str]
         signature, returns = _signature(decl.func), _returns(decl.func)
         text.append(
             t.OVERLOAD_CLASS.substitute(
-                cls=cls, doc=_doc(decl.func.format("source")), signature=signature,
+                cls=cls, doc=safe_text(decl.func.format("source")), signature=signature,
                 returns=returns,
             )
         )  # fmt: skip

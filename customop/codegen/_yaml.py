@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import Any
+from typing import Any, Final, NoReturn
 
 from customop.exceptions import CodegenError
+from customop.schema._clip import clip
 
-__all__ = ["LinedDict", "LinedList", "line_of", "load_tags", "read_yaml"]
+__all__ = ["MAX_EXPANSION", "LinedDict", "LinedList", "line_of", "load_tags", "read_yaml"]
 
 _INSTALL_HINT = 'pip install "customop[codegen]"'
+#: How many values per character of text a file may expand to through aliases.
+MAX_EXPANSION: Final = 4
 
 
 class LinedDict(dict[Any, Any]):
@@ -99,21 +102,77 @@ def _loader() -> Any:
     return loader
 
 
+def _fail(path: Path, line: int, problem: str, fix: str) -> NoReturn:
+    message = f"{clip(str(path))}:{line}: {problem}. {fix}"
+    raise CodegenError(message, problems=(message,))
+
+
+def _decode(path: Path, data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        _fail(
+            path,
+            line,
+            f"the file is not UTF-8 text (byte {data[error.start]:#04x} at offset {error.start})",
+            "Declaration files are UTF-8, as YAML is. Save the file as UTF-8.",
+        )
+
+
+def _size(data: Any, limit: int) -> int:
+    """How many values ``data`` holds with every alias expanded, counting up to ``limit``."""
+    count, stack = 0, [data]
+    while stack and count <= limit:
+        item = stack.pop()
+        count += 1
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return count
+
+
 def read_yaml(path: Path) -> Any:
     """The data of the YAML file at ``path``, mappings as `LinedDict`.
 
-    A syntax error raises `CodegenError` naming the file and line.
+    Bad text (not UTF-8, control characters, a syntax error) raises
+    `CodegenError` naming the file and line. So does a file whose aliases
+    (``*name``) expand it past `MAX_EXPANSION` times its size: an "alias bomb"
+    of a few hundred bytes would otherwise expand to gigabytes wherever the
+    data is walked or quoted.
     """
     yaml = _yaml()
-    text = path.read_text(encoding="utf-8")
     try:
-        return yaml.load(text, Loader=_loader())
+        text = _decode(path, path.read_bytes())
+        data = yaml.load(text, Loader=_loader())
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         line = mark.line + 1 if mark is not None else 1
-        problem = f"{path}:{line}: the file is not valid YAML: {error.problem or error}. "
         fix = "Fix the YAML syntax; each entry is a mapping under '- ', like '- func: ...'."
-        raise CodegenError(problem + fix, problems=(problem + fix,)) from None
+        _fail(path, line, f"the file is not valid YAML: {clip(str(error.problem or error))}", fix)
+    except yaml.YAMLError as error:  # ReaderError: a character YAML does not allow, like NUL
+        position = getattr(error, "position", 0)
+        line = text.count("\n", 0, position) + 1
+        character = getattr(error, "character", None)
+        what = f"the character U+{character:04X}" if isinstance(character, int) else "a character"
+        _fail(
+            path,
+            line,
+            f"the file holds {what}, which YAML does not allow",
+            "YAML text cannot hold control characters such as NUL. Remove it.",
+        )
+    limit = MAX_EXPANSION * len(text) + 10_000
+    if _size(data, limit) > limit:
+        _fail(
+            path,
+            1,
+            f"the file's aliases (*name) expand it to more than {limit:,} values",
+            "An alias repeats the value its anchor (&name) marks, and these repeat it so often "
+            "that reading the file would not end. Write the values out, or use fewer aliases.",
+        )
+    return data
 
 
 def load_tags(path: str | Path) -> frozenset[str]:

@@ -289,7 +289,7 @@ class Dispatcher(Lookup):
         """
         api = "register_impl"
         name = op_name(op, api)
-        dispatch_key = _CIA if key is None else self.parse_key(key, api=api)
+        dispatch_key = _CIA if key is None else self.parse_key(key, api=f"{api}({str(name)!r})")
         check_kernel(kernel, api)
         source = caller_source() if source is None else source
         record = KernelRecord(kernel, bool(boxed), dispatch_key, source, debug, op=str(name))

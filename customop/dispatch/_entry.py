@@ -106,6 +106,7 @@ class OperatorEntry:
         "dispatcher",
         "extract",
         "handle",
+        "kernel_hint",
         "kernels",
         "mask",
         "name",
@@ -120,6 +121,9 @@ class OperatorEntry:
         self.schema: FunctionSchema | None = None
         self.def_source = ""
         self.def_debug = ""
+        # How the front-end that defined the op registers a kernel, for error messages
+        # (``@custom_op``: "<fn>.register_kernel('cpu', fn)"); "" means register_impl.
+        self.kernel_hint = ""
         self.tags: tuple[str, ...] = ()
         self.extract: Extractor = _default_keys
         self.kernels: dict[DispatchKey, list[KernelRecord]] = {}
@@ -170,6 +174,7 @@ class OperatorEntry:
     def clear_schema(self) -> None:
         self.schema = None
         self.def_source, self.def_debug, self.tags = "", "", ()
+        self.kernel_hint = ""
         self.extract = _default_keys
 
     def push(self, record: KernelRecord) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import linecache
 import os
 import sys
 from collections.abc import Callable
@@ -125,9 +126,38 @@ def caller_source() -> str:
         if shown is None:
             shown = _SHOWN[filename] = _shown_name(filename)
         if shown:
-            return f"{shown}:{frame.f_lineno}"
+            line = frame.f_lineno
+            if sys.version_info < (3, 11):  # pragma: no cover - depends on the interpreter
+                line = _decorator_line(filename, line)
+            return f"{shown}:{line}"
         frame = frame.f_back  # type: ignore[assignment]
     return "<unknown>"
+
+
+def _decorator_line(filename: str, line: int) -> int:
+    """The first decorator line above a ``def``/``class`` line, else ``line`` itself.
+
+    Python 3.11+ reports a decorator call at the decorator's line; 3.10 at the
+    ``def`` line below the stack. Reading the source back up to the stack's first
+    ``@`` gives registrations the same source on every version.
+    """
+    text = linecache.getline(filename, line)
+    indent = len(text) - len(text.lstrip())
+    if not text.lstrip().startswith(("def ", "async def ", "class ")):
+        return line
+    found, above = line, line - 1
+    while above > 0:
+        prior = linecache.getline(filename, above)
+        stripped = prior.lstrip()
+        depth = len(prior) - len(stripped)
+        if not stripped or depth < indent:
+            break
+        if depth == indent and stripped.startswith("@"):
+            found = above
+        elif depth == indent and not stripped.startswith((")", "]", "}")):
+            break
+        above -= 1
+    return found
 
 
 # co_filename -> its base name, or "" for a skipped file (customop's own, a

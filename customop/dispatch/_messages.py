@@ -96,6 +96,10 @@ def override_warning(op: str, key: str, old: KernelRecord, new_label: str) -> st
     )
 
 
+# Backend keys -> the device type front-ends such as register_kernel take.
+_DEVICES = {"CPU": "cpu", "CUDA": "cuda", "Meta": "meta"}
+
+
 def missing_kernel_error(
     dispatcher: Dispatcher, op: OperatorHandle, keyset: DispatchKeySet, call_keys: DispatchKeySet
 ) -> MissingKernelError:
@@ -124,10 +128,16 @@ def missing_kernel_error(
             f"kernel also serves Fake. The op has {having}."
         )
     else:
+        hint = op._entry.kernel_hint
+        device = _DEVICES.get(key_name)
+        register = (
+            hint.format(device=device)
+            if hint and device
+            else f"register_impl('{name}', '{key_name}', fn)"
+        )
         text = (
             f"{name}: no kernel for dispatch key {key_name!r}. The op has {having}, and no "
-            f"fallback serves {key_name}. Register one with register_impl('{name}', "
-            f"'{key_name}', fn), or a CompositeExplicitAutograd kernel that works on every "
-            "backend."
+            f"fallback serves {key_name}. Register one with {register}, or a "
+            "CompositeExplicitAutograd kernel that works on every backend."
         )
     return MissingKernelError(text + table_text, op=name, key=key_name)

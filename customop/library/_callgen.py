@@ -299,8 +299,8 @@ def compile_call(site: CallSite) -> Callable[..., Any]:
     shape = Shape(len(names), npos, site.lists, site.fast, tuple(site.values))
     named, lines = named_code(shape, names)
     filename = f"<customop generated {schema.name}>"
-    # Python's own binding errors name the op by the code's qualname (3.11+;
-    # before 3.11 code objects have no qualname, and errors say __call__).
+    # Python's own binding errors name the op by the code's qualname (3.11+); 3.10's
+    # code objects have none, and its errors read the function's __qualname__ (set below).
     if sys.version_info >= (3, 11):
         code = named.replace(co_qualname=str(schema.name), co_filename=filename)
     else:
@@ -318,6 +318,7 @@ def compile_call(site: CallSite) -> Callable[..., Any]:
     defaults = [MISSING if a.default is None else python_default(a) for a in schema.arguments]
     fn = FunctionType(code, namespace, "__call__", tuple(defaults[:npos]) or None)
     fn.__kwdefaults__ = dict(zip(names[npos:], defaults[npos:], strict=True)) or None
+    fn.__qualname__ = str(schema.name)
     # A full entry (size, mtime None, lines, name), which checkcache keeps:
     # linecache never loads a "<...>" name lazily, so tracebacks would show no source.
     linecache.cache[filename] = (sum(map(len, lines)), None, lines, filename)

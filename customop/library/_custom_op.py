@@ -9,7 +9,6 @@ would check the undecorated function.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
@@ -18,10 +17,11 @@ from customop.dispatch._global import dispatcher as default_dispatcher
 from customop.dispatch._guard import RegistryLock
 from customop.dispatch._kernel import caller_source
 from customop.dispatch._modes import register_dispatch_mode
-from customop.exceptions import RegistrationError
+from customop.exceptions import RegistrationError, SchemaError
 from customop.library._autograd import register_autograd_on
 from customop.library._blockwise import register_blockwise_on
-from customop.library._checks import Check, attach_value_checks
+from customop.library._checks import attach_value_checks
+from customop.library._choices import choice_checks, enum_kernel
 from customop.library._hooks import device_keys, register_fake_on, register_kernel_on
 from customop.library._library import Library
 from customop.library._lifetime import live_definition, record_definition, remove_definition
@@ -299,50 +299,6 @@ class _Specialized(CustomOpDef[Any, Any]):
 _bind_lock = RegistryLock()
 
 
-def _choice_checks(schema: FunctionSchema, choices: dict[str, Choices]) -> dict[int, Check]:
-    checks: dict[int, Check] = {}
-    for index, arg in enumerate(schema.arguments):
-        found = choices.get(arg.name)
-        if found is not None:
-            checks[index] = _one_of(found)
-    return checks
-
-
-def _one_of(choices: Choices) -> Check:
-    allowed = frozenset(choices.values)
-    members = frozenset(choices.enum) if choices.enum is not None else frozenset()
-
-    def check(value: object) -> bool:
-        return value in members or (isinstance(value, str) and value in allowed)
-
-    check.choices = choices.values  # type: ignore[attr-defined]  # listed in the TypeError
-    # The generated fast path tests membership in this set once the type matched.
-    check.allowed = members | allowed  # type: ignore[attr-defined]
-    return check
-
-
-def _enum_kernel(
-    fn: Callable[..., Any], schema: FunctionSchema, choices: dict[str, Choices]
-) -> Callable[..., Any]:
-    """``fn`` receiving Enum members for its Enum parameters, whichever way they were passed."""
-    enums = {name: c for name, c in choices.items() if c.enum is not None}
-    if not enums:
-        return fn
-    npos = sum(1 for arg in schema.arguments if not arg.kwarg_only)
-    positions = {i: enums[a.name] for i, a in enumerate(schema.arguments[:npos]) if a.name in enums}
-
-    def member(value: Any, found: Choices) -> Any:
-        return value if isinstance(value, found.enum) else found.to_python(value)  # type: ignore[arg-type]
-
-    def kernel(*args: Any, **kwargs: Any) -> Any:
-        args = tuple(member(v, positions[i]) if i in positions else v for i, v in enumerate(args))
-        kwargs = {k: member(v, enums[k]) if k in enums else v for k, v in kwargs.items()}
-        return fn(*args, **kwargs)
-
-    functools.update_wrapper(kernel, fn)  # dumps name the user's function, not this wrapper
-    return kernel
-
-
 def _detaching(detach: Callable[[], None]) -> RegistrationHandle:
     # Closed with the op's library (a redefinition closes it): the checks go too.
     return RegistrationHandle(detach, description="value checks", source="")
@@ -370,7 +326,10 @@ def _schema_of(
         schema = _explicit_schema(options, options.schema_text)
         check_mutates_against(schema, options)
         return schema, {}
-    details = infer_schema_details(fn, mutates_args=options.mutates_args, op_name=options.name)
+    try:
+        details = infer_schema_details(fn, mutates_args=options.mutates_args, op_name=options.name)
+    except SchemaError as error:  # name the op being defined, not only the function
+        raise SchemaError(f"custom_op {options.name!r}: {error}") from None
     return details.schema, dict(details.choices)
 
 
@@ -394,7 +353,7 @@ def _define(
             old._replaced_by = source
             old._library.close()
         library = Library(schema.namespace, "FRAGMENT", dispatcher=dispatcher, source=source)
-        body = _enum_kernel(fn, schema, choices)
+        body = enum_kernel(fn, schema, choices)
         try:
             kernels: dict[DispatchKey | str, Callable[..., Any]] = {key: body for key in keys}
             library.define(schema, tags=options.tags, source=source, kernels=kernels)
@@ -402,7 +361,9 @@ def _define(
             library.close()
             raise
         handle = dispatcher.find_schema_or_throw(options.name)
-        checks = _choice_checks(schema, choices)
+        fn_name = getattr(fn, "__name__", "op")
+        handle._entry.kernel_hint = f"{fn_name}.register_kernel('{{device}}', fn)"
+        checks = choice_checks(schema, choices)
         if checks:
             library._adopt(_detaching(attach_value_checks(schema, checks)))
         definition = CustomOpDef(options, fn, schema, library, handle=handle, source=source)

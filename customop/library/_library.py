@@ -23,6 +23,7 @@ from customop.library._fake_impl import remember_fake_impl
 from customop.library._signature import check_signature
 from customop.library._spellings import TagsLike, read_tags
 from customop.schema import FunctionSchema, OperatorName, parse_operator_name, parse_schema
+from customop.schema._clip import clip_repr
 
 __all__ = ["Library", "LibraryKind", "library", "library_fragment", "library_impl"]
 
@@ -143,7 +144,7 @@ class Library:
                 is not supported, or the op is defined already.
         """
         api = "Library.define"
-        self._check_open(api)
+        self._check_open(api, schema)
         if alias_analysis not in ("", "FROM_SCHEMA"):
             raise RegistrationError(
                 f"{api}: alias_analysis={alias_analysis[:50]!r} is not supported. customop reads "
@@ -220,7 +221,7 @@ class Library:
             DispatchKeyError: ``dispatch_key`` is not a dispatch key.
         """
         api = "Library.impl"
-        self._check_open(api)
+        self._check_open(api, name)
         op = self._qualify(name, api)
         key = self._key(dispatch_key, api)
         if not allow_override:
@@ -277,7 +278,7 @@ class Library:
             The registration's handle.
         """
         api = "Library.register_fake"
-        self._check_open(api)
+        self._check_open(api, name)
         op = self._qualify(name, api)
         if not allow_override:
             self._refuse_override(op, DispatchKey.Fake, api)
@@ -352,11 +353,13 @@ class Library:
         """Whether ``close()`` has run: its registrations are gone and new ones are refused."""
         return self._closed
 
-    def _check_open(self, api: str) -> None:
+    def _check_open(self, api: str, op: object = None) -> None:
         if self.closed:
+            # Name the op being registered, so a long registration module points at it.
+            what = "" if op is None else f" so {clip_repr(str(op), 80)} cannot be registered"
             raise RegistrationError(
-                f"{api}: library {self.ns!r} ({self.kind}) is closed. A closed library has "
-                "removed its registrations. Create a new Library."
+                f"{api}: library {self.ns!r} ({self.kind}) is closed,{what}. A closed library "
+                "has removed its registrations. Create a new Library."
             )
 
     def close(self) -> None:

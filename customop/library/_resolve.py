@@ -19,22 +19,22 @@ def _bind(overload: OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) -
     schema = overload.schema
     positional = [a for a in schema.arguments if not a.kwarg_only]
     if len(args) > len(positional):
-        return f"takes {len(positional)} positional argument(s), got {len(args)}"
+        return f"{len(args)} positional arguments were given, and it takes {len(positional)}"
     names = {a.name for a in schema.arguments}
     unknown = [k for k in kwargs if k not in names]
     if unknown:
-        return f"has no argument {unknown[0]!r}"
+        return f"it has no argument {unknown[0]!r}"
     checks = _checks_of(overload)
     for index, arg in enumerate(schema.arguments):
         if index < len(args):
             if arg.name in kwargs:
-                return f"got argument {arg.name!r} twice"
+                return f"argument {arg.name!r} was given twice, by position and by name"
             value = args[index]
         else:
             value = kwargs.get(arg.name, _MISSING)
             if value is _MISSING:
                 if arg.default is None:
-                    return f"needs argument {arg.name!r}"
+                    return f"required argument {arg.name!r} is missing"
                 continue
         if not checks[index](value):
             return f"argument {arg.name!r} expects {arg.type}, got {type(value).__qualname__}"
@@ -60,14 +60,17 @@ def choose_overload(
         return fitting[0]
     if not fitting and len(candidates) == 1:
         raise TypeError(
-            f"{packet}: the arguments do not bind to its schema: it {reasons[0][1]}. The schema "
-            f"is {candidates[0].schema}. Pass arguments that fit it."
+            f"{packet}: the arguments do not bind to its schema {candidates[0].schema}: "
+            f"{reasons[0][1]}. Pass arguments that fit the schema."
         )
     if not fitting:
         lines = "".join(f"\n  {o.schema}: {reason}" for o, reason in reasons)
+        example = f"{packet.replace('::', '.')}.{candidates[0].overload_name}(...)"
         raise TypeError(
             f"{packet}: no overload binds these arguments. A packet call picks the overload "
-            f"whose schema fits the arguments, types included. Candidates:{lines}"
+            "whose schema fits the arguments, types included. Pass arguments that fit one "
+            f"of the schemas below, or call that overload directly, e.g. {example}. "
+            f"Candidates:{lines}"
         )
     lines = "".join(f"\n  {o.schema}" for o in fitting)
     raise TypeError(

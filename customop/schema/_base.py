@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from typing_extensions import Self
 
 from customop.exceptions import SchemaError
+from customop.schema._clip import clip_repr
 
 __all__ = ["Frozen", "build", "to_schema_error"]
 
@@ -34,7 +35,7 @@ def _problems(error: ValidationError) -> list[tuple[tuple[str, ...], str]]:
         if isinstance(cause, SchemaError):
             problems.append((loc + cause.loc, cause.reason or str(cause)))
         else:
-            problems.append((loc, f"{item['input']!r} is invalid: {item['msg']}"))
+            problems.append((loc, f"{clip_repr(item['input'])} is invalid: {item['msg']}"))
     return problems
 
 

@@ -11,12 +11,16 @@ import re
 from typing import Any, NoReturn
 
 from customop.schema._base import build
+from customop.schema._clip import clip
 from customop.schema._defaults import (
     ENUM_DEFAULTS,
+    INT64_MAX,
+    INT64_MIN,
     SCALAR_TYPE_CODES,
     Default,
     check_default,
     coerce_default,
+    format_value,
 )
 from customop.schema._lexer import Cursor
 from customop.schema._types import BaseType, ListType, OptionalType, SchemaType
@@ -26,8 +30,15 @@ __all__ = ["parse_default"]
 _REAL = r"(?:(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|inf|nan)"
 # A real, an imaginary part (`2j`) or both (`0.+1.j`, torch's complex spelling); not
 # followed by a word character, so `0x10`, `1_000` and `1e` are rejected whole.
-_NUMBER = re.compile(rf"{_REAL}(?:[-+]{_REAL}j|j)?(?![\w.])")
+# Hex integers (`0x2FFFFFF`, FBGEMM writes them) read to their value; torch 2.13 reads 0.
+_NUMBER = re.compile(rf"0[xX][0-9a-fA-F]+(?![\w.])|{_REAL}(?:[-+]{_REAL}j|j)?(?![\w.])")
+# A list of plain integers, the one list default that gets long (`int[] x=[0, 1, ...]`):
+# read by one regex and `int`, not element by element. Anything else, or any error,
+# takes the general path, which has the messages.
+_INT_LIST_BODY = re.compile(r"[\s\d,-]*")
 _BAD_NUMBER = re.compile(r"[\w.]+")
+_HEX = re.compile(r"0[xX]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _STRING = re.compile(r""""(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'""")
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v": "\v"}
 _ESCAPE = re.compile(r"\\(?:([0-7]{1,3})|(.))", re.DOTALL)
@@ -97,17 +108,24 @@ def _unescape(cur: Cursor, body: str, start: int) -> str:
 
 
 def _number(cur: Cursor, text: str, start: int) -> Any:
-    if text.endswith("j"):
+    if text.lstrip("-")[1:2] in ("x", "X"):
+        value = int(text, 16)
+    elif text.endswith("j"):
         return complex(text)
-    if any(c in text for c in ".eEn"):  # `n`: inf, nan
+    elif any(c in text for c in ".eEn"):  # `n`: inf, nan
         return float(text)
-    if len(text) > 400:
+    elif len(text) > 20:  # checked before int(): Python refuses over 4,300 digits
+        value = INT64_MAX + 1
+    else:
+        value = int(text)
+    if not INT64_MIN <= value <= INT64_MAX:
         cur.fail(
-            "the integer default is too long",
-            f"It has {len(text.lstrip('-'))} digits; schema integers are 64-bit.",
+            f"the integer default {clip(text, 40)} is out of range",
+            "Schema integers are 64-bit, -9223372036854775808 to 9223372036854775807. "
+            "Use a smaller value, or a float.",
             at=start,
         )
-    return int(text)
+    return value
 
 
 def _scalar_literal(cur: Cursor, what: str, help_text: str = "") -> Any:
@@ -115,7 +133,17 @@ def _scalar_literal(cur: Cursor, what: str, help_text: str = "") -> Any:
     start = cur.pos
     quoted = cur.match(_STRING)
     if quoted is not None:
-        return _unescape(cur, quoted.group()[1:-1], start + 1)
+        body = quoted.group()[1:-1]
+        surrogate = _SURROGATE.search(body)
+        if surrogate is not None:
+            cur.fail(
+                f"a string default holds the lone surrogate {surrogate.group()!r}",
+                "Schema text is UTF-8, which cannot hold one, so the schema could not be "
+                "printed. Write the whole character (a surrogate pair is one character in "
+                "Python: '\\U0001f600', not '\\ud83d\\ude00').",
+                at=start + 1 + surrogate.start(),
+            )
+        return _unescape(cur, body, start + 1)
     if cur.peek() in ("'", '"'):
         cur.fail(
             "unclosed string default",
@@ -131,7 +159,7 @@ def _scalar_literal(cur: Cursor, what: str, help_text: str = "") -> Any:
         word = bad.group() if bad else cur.peek()
         cur.fail(
             f"invalid number {word!r}",
-            "Numbers are written like 1, -2, 0.5, 1e-05, inf or 2j (no hex, no '_').",
+            "Numbers are written like 1, -2, 0x1F, 0.5, 1e-05, inf or 2j (no '_').",
             at=cur.pos,
         )
     if negative:
@@ -186,6 +214,9 @@ def parse_default(cur: Cursor, tp: SchemaType, arg_name: str) -> Default:
     start = cur.pos
     spans: list[tuple[int, int]] = []
     value: Any
+    fast = _int_list(cur, tp)
+    if fast is not None:
+        return fast
     if cur.accept("["):
         items: list[Any] = []
         if not cur.accept("]"):
@@ -205,7 +236,35 @@ def parse_default(cur: Cursor, tp: SchemaType, arg_name: str) -> Default:
     spelling = cur.text[start : cur.pos]
     if check_default(value, tp) is not None:
         _misfit(cur, value, tp, arg_name, start=start, spans=spans)
+    if _HEX.search(spelling) and not isinstance(value, str):
+        spelling = format_value(value)  # hex prints as decimal, the way torch prints ints
     return build(Default, {"value": value, "spelling": spelling})
+
+
+def _int_list(cur: Cursor, tp: SchemaType) -> Default | None:
+    """A default of plain integers read in one go, or None (nothing consumed)."""
+    text, start = cur.text, cur.pos
+    end = text.find("]", start)
+    if not text.startswith("[", start) or end < 0:
+        return None
+    if _INT_LIST_BODY.fullmatch(text, start + 1, end) is None:
+        return None
+    try:  # int() takes the spaces around a number, and refuses '', '--1', '1-2'
+        items = tuple(map(int, text[start + 1 : end].split(",")))
+    except ValueError:
+        return None
+    if not INT64_MIN <= min(items) <= max(items) <= INT64_MAX:
+        return None
+    inner = tp.elem if isinstance(tp, OptionalType) else tp
+    elem = inner.elem if isinstance(inner, ListType) else None
+    if isinstance(elem, BaseType) and elem.name in ("int", "SymInt"):
+        value: Any = items  # in range, so they fit: no check per element
+    else:
+        value = coerce_default(items, tp)
+        if check_default(value, tp) is not None:
+            return None
+    cur.pos = end + 1
+    return build(Default, {"value": value, "spelling": text[start : end + 1]})
 
 
 def _misfit(

@@ -9,16 +9,19 @@ Equality looks at the value only: ``eps=1e-05`` equals ``eps=1.0000000000000001e
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Final
 
 from pydantic import field_serializer, field_validator, model_validator
 
 from customop.exceptions import SchemaError
 from customop.schema._base import Frozen
+from customop.schema._clip import clip_repr
 from customop.schema._types import BaseType, ListType, OptionalType, SchemaType
 
 __all__ = [
     "ENUM_DEFAULTS",
+    "INT64_MAX",
+    "INT64_MIN",
     "SCALAR_TYPE_CODES",
     "Default",
     "DefaultValue",
@@ -107,9 +110,14 @@ class Default(Frozen):
     def _decode(cls, value: Any) -> Any:
         value = _decode(value)
         for text in value if isinstance(value, tuple) else (value,):
+            if _too_big(text):
+                raise SchemaError(
+                    f"integer default {_describe(text)}. Schema integers are 64-bit, as "
+                    "torch's. Use a value from -2**63 to 2**63 - 1, or a float."
+                )
             if isinstance(text, str) and not _encodable(text):
                 raise SchemaError(
-                    f"string default {text!r} has a lone surrogate. Schema text is UTF-8, "
+                    f"string default {clip_repr(text)} has a lone surrogate. Schema text is UTF-8, "
                     "which cannot hold one. Use a valid Unicode string."
                 )
         return value
@@ -151,7 +159,18 @@ def _strip_optional(tp: SchemaType) -> SchemaType:
     return tp.elem if isinstance(tp, OptionalType) else tp
 
 
+#: Schema integers are 64-bit, as torch's (it reads defaults with std::stoll).
+INT64_MIN: Final = -(2**63)
+INT64_MAX: Final = 2**63 - 1
+
+
+def _too_big(value: Any) -> bool:
+    return type(value) is int and not INT64_MIN <= value <= INT64_MAX
+
+
 def _fits_scalar(value: Any, tp: SchemaType) -> bool:
+    if _too_big(value):
+        return False
     if isinstance(tp, OptionalType):
         return value is None or _fits_scalar(value, tp.elem)
     if not isinstance(tp, BaseType):
@@ -183,10 +202,18 @@ def check_default(value: Any, tp: SchemaType) -> str | None:
         if not isinstance(value, tuple):
             return f"a default of type {inner} must be a list like [0, 1]"
         bad = [v for v in value if not _fits_scalar(v, inner.elem)]
-        return f"element {bad[0]!r} is not a value of type {inner.elem}" if bad else None
+        if not bad:
+            return None
+        return f"element {_describe(bad[0])} is not a value of type {inner.elem}"
     if isinstance(value, tuple) or not _fits_scalar(value, inner):
-        return f"{value!r} is not a value of type {inner}"
+        return f"{_describe(value)} is not a value of type {inner}"
     return None
+
+
+def _describe(value: Any) -> str:
+    if _too_big(value):
+        return f"{clip_repr(value, 40)} (out of the 64-bit range)"
+    return clip_repr(value)
 
 
 def _format_float(value: float) -> str:

@@ -38,6 +38,7 @@ _ITEM = rf"{_TYPE}(?: [A-Za-z_]\w*)?"
 _RETURNS = re.compile(rf"({_ITEM})|\(((?:{_ITEM}, )*{_ITEM})?\)", re.ASCII)
 _RETURN_ITEM = re.compile(rf"({_TYPE})(?: ([A-Za-z_]\w*))?", re.ASCII)
 _LIMIT = 16384
+_LONG = 4096  # torch's longest schema has about 700 characters
 
 _types: dict[str, SchemaType] = {}
 _defaults: dict[tuple[str, str], Default] = {}
@@ -119,15 +120,15 @@ def _balanced(pieces: list[str]) -> list[str]:
     """Re-join pieces cut inside brackets (``Dict(str, t) d``, ``int[2] x=[0, 1]``)."""
     if all(p.count("(") == p.count(")") and p.count("[") == p.count("]") for p in pieces):
         return pieces
-    joined: list[str] = []
+    joined: list[list[str]] = []  # joined once at the end: `+=` per piece is quadratic
     depth = 0
     for piece in pieces:
         if depth > 0:
-            joined[-1] += ", " + piece
+            joined[-1].append(piece)
         else:
-            joined.append(piece)
+            joined.append([piece])
         depth += piece.count("(") - piece.count(")") + piece.count("[") - piece.count("]")
-    return joined
+    return [", ".join(parts) for parts in joined]
 
 
 def _name(head: str) -> OperatorName | None:
@@ -141,6 +142,8 @@ def _name(head: str) -> OperatorName | None:
 
 def fast_parse(text: str) -> FunctionSchema | None:
     """The schema, or None when the text needs the general parser."""
+    if len(text) > _LONG:
+        return None  # splitting pieces costs more than it saves; the general path is linear
     opening = text.find("(")
     closing = text.find(") -> ", opening)
     if opening <= 0 or closing < 0:

@@ -22,7 +22,8 @@ from typing import Any, Final, final
 
 from customop.exceptions import RegistrationError, SchemaError
 from customop.schema._base import build
-from customop.schema._defaults import Default
+from customop.schema._clip import clip_repr
+from customop.schema._defaults import INT64_MAX, INT64_MIN, Default
 from customop.schema._infer_signature import (
     EMPTY,
     Param,
@@ -119,11 +120,21 @@ def _default(value: object, shape: Shape, site: Site) -> Default | None:
         )
     if "[]" in shape.form:
         site.fail(
-            f"has the default {value!r}, for the list type {shape.text}",
+            f"has the default {clip_repr(value)}, for the list type {shape.text}",
             "infer_schema reads None, bool, int, float, str, dtype and device defaults only, "
             "as torch's does",
             "Default to None under Optional[...] and build the list in the function",
         )
+    if type(value) is int and not INT64_MIN <= value <= INT64_MAX:
+        site.fail(
+            f"has the default {clip_repr(value, 40)}, beyond the 64-bit range",
+            "Schema integers are 64-bit, as torch's, so the schema could not be parsed back",
+            "Use a value from -2**63 to 2**63 - 1, or a float",
+        )
+    if shape.base in ("float", "SymFloat") and shape.form == "?" and type(value) is int:
+        # torch's parser reads `float? x=0` as the int 0 (only a plain float converts):
+        # keep the int, so that the schema and its source text parse back equal.
+        return build(Default, {"value": value, "spelling": str(value)})
     rule = RULES[shape.base]
     default = rule.default(value, shape.leaf, shape.choices)
     if default is None:
@@ -131,7 +142,7 @@ def _default(value: object, shape: Shape, site: Site) -> Default | None:
         if shape.choices is not None:
             expects = "one of " + ", ".join(map(repr, shape.choices.values))
         site.fail(
-            f"has the default {value!r}, which does not fit its schema type {shape.text}",
+            f"has the default {clip_repr(value)}, which does not fit its schema type {shape.text}",
             "A schema default must have its argument's type",
             f"Make the default {expects}, or change the annotation",
         )
@@ -198,7 +209,7 @@ def _argument(
         param.kind,
         id(annotation),
         type(default),
-        default if default is EMPTY else repr(default),
+        default if default is EMPTY else clip_repr(default),  # bounded: no 5,000-digit repr
         listed,
     )
     key += (index,) if numbered else ()
@@ -267,6 +278,8 @@ def _returns(site: Site) -> tuple[Return, ...]:
     if typing.get_origin(annotation) is not tuple:
         return (_return(annotation, site),)
     items = typing.get_args(annotation)
+    if items == ((),):  # Python 3.10 spells typing.Tuple[()]'s arguments so
+        items = ()
     if Ellipsis in items:
         site.fail(
             f"{site.annotated(annotation)} is a tuple of any length",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 import types
 import typing
 from collections.abc import Callable
@@ -136,7 +137,8 @@ def resolve_hints(fn: Callable[..., object], sig: Signature, function: str) -> d
         # objects and partials resolve like functions.
         hints = types.SimpleNamespace(__annotations__=raw)
         # include_extras: Annotated[T, ...] is unwrapped by the walk, and stripping costs.
-        return typing.get_type_hints(hints, namespace, include_extras=True)
+        resolved = typing.get_type_hints(hints, namespace, include_extras=True)
+        return {name: _strings_in_builtin_generics(h, None) for name, h in resolved.items()}
     except Exception as error:  # evaluating a user's annotations may raise anything
         _blame(raw, namespace, function)
         raise SchemaError(
@@ -163,7 +165,24 @@ def _resolve_one(annotation: object, namespace: dict[str, object]) -> object:
     if not _needs_resolving(annotation):
         return annotation
     hints = types.SimpleNamespace(__annotations__={"hint": annotation})
-    return typing.get_type_hints(hints, namespace, include_extras=True)["hint"]
+    return _strings_in_builtin_generics(
+        typing.get_type_hints(hints, namespace, include_extras=True)["hint"], namespace
+    )
+
+
+def _strings_in_builtin_generics(hint: object, namespace: dict[str, object] | None) -> object:
+    """``list["int"]`` -> ``list[int]``: get_type_hints does this itself from Python 3.11;
+    3.10's leaves strings inside builtin generics (``types.GenericAlias``) unresolved."""
+    if sys.version_info >= (3, 11) or not isinstance(hint, types.GenericAlias):
+        return hint
+    args = tuple(
+        _strings_in_builtin_generics(
+            eval(_compiled(arg), namespace) if isinstance(arg, str) else arg,  # as above
+            namespace,
+        )
+        for arg in hint.__args__
+    )
+    return types.GenericAlias(hint.__origin__, args)
 
 
 @functools.lru_cache(maxsize=1024)

@@ -147,7 +147,8 @@ def _scalar_default(value: object, leaf: object, choices: Choices | None) -> Def
 
 def _choice_text(value: object, choices: Choices | None) -> str | None:
     if choices is not None and choices.enum is not None and isinstance(value, choices.enum):
-        return dict(zip(choices.enum, choices.values, strict=True))[value]
+        # None for a composite Flag member (Perm.R | Perm.W), which is no single choice.
+        return dict(zip(choices.enum, choices.values, strict=True)).get(value)
     if not isinstance(value, str):
         return None
     # str.__str__ gives the plain text of a str subclass (a `(str, Enum)` member prints

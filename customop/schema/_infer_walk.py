@@ -120,7 +120,11 @@ def _union(annotation: object, site: Site) -> Shape:
     if len(present) == 1:
         shape = walk(present[0], site)
     else:
-        base = _get(UNIONS, frozenset(present))
+        try:
+            key: object = frozenset(present)
+        except TypeError:  # a member that cannot be hashed is in no table
+            key = None
+        base = _get(UNIONS, key)
         if base is None:
             site.fail(
                 f"{site.annotated(annotation)} is a Union with no schema type",
@@ -133,6 +137,12 @@ def _union(annotation: object, site: Site) -> Shape:
 
 def _literal(annotation: object, site: Site) -> Shape:
     values = typing.get_args(annotation)
+    if not values:
+        site.fail(
+            f"{site.annotated(annotation)} is a bare Literal, with no values",
+            "A Literal infers as a str argument checked against its values at call time",
+            "Name the values, as in Literal['mean', 'sum']",
+        )
     if not all(isinstance(value, str) for value in values):
         site.fail(
             f"{site.annotated(annotation)} has values that are not all str",
@@ -159,7 +169,14 @@ def _enum(annotation: object, site: Site) -> Shape:
 
 def _annotated(annotation: object, site: Site) -> Shape:
     # Annotated[T, ...] is T; its metadata is for other tools.
-    return walk(typing.get_args(annotation)[0], site)
+    args = typing.get_args(annotation)
+    if not args:
+        site.fail(
+            f"{site.annotated(annotation)} is a bare Annotated, with no type",
+            "Annotated[T, ...] stands for T, and the schema type comes from T",
+            "Name the type, as in Annotated[int, ...]",
+        )
+    return walk(args[0], site)
 
 
 def _tuple(annotation: object, site: Site) -> Shape:

@@ -16,6 +16,7 @@ import re
 from typing import NoReturn
 
 from customop.exceptions import SchemaParseError
+from customop.schema._clip import LIMIT, clip_repr
 
 __all__ = ["MAX_DEPTH", "Cursor", "describe_at"]
 
@@ -25,15 +26,17 @@ _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _COMMENT = re.compile(r"""(?:[^#"']|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')*#""")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d[\w.]*|\.\.\.|->|=>|::|\S")
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
 #: How deeply types may nest (``Tensor[][]...``, ``((...))``) before the parser gives up.
 MAX_DEPTH = 64
 
 
 def describe_at(text: str, pos: int) -> str:
-    """What a reader sees at ``pos``: a quoted word, or "end of text"."""
+    """What a reader sees at ``pos``: a quoted word (clipped), or "end of text"."""
     blank = _WS.match(text, pos)
     match = _WORD.match(text, pos if blank is None else blank.end())
-    return "end of text" if match is None else repr(match.group())
+    return "end of text" if match is None else clip_repr(match.group(), 40)
 
 
 def _where(text: str, column: int) -> str:
@@ -45,10 +48,16 @@ def _where(text: str, column: int) -> str:
 
 
 def _excerpt(text: str, column: int) -> str:
+    """The line of ``column`` and a caret under it; a long line shows `LIMIT` characters
+    around the caret, and lone surrogates show as U+FFFD (so the message can be printed)."""
     start = text.rfind("\n", 0, column) + 1
     end = text.find("\n", column)
-    line = text[start : len(text) if end < 0 else end]
-    return f"    {line}\n    {' ' * (column - start)}^"
+    end = len(text) if end < 0 else end
+    low = max(start, column - LIMIT // 2)
+    high = min(end, low + LIMIT)
+    before, after = ("..." if low > start else ""), ("..." if high < end else "")
+    line = _SURROGATE.sub("\ufffd", text[low:high])
+    return f"    {before}{line}{after}\n    {' ' * (len(before) + column - low)}^"
 
 
 class Cursor:

@@ -193,7 +193,13 @@ def _base_type(cur: Cursor, start: int) -> SchemaType:
 
 
 def _postfix(cur: Cursor, tp: SchemaType) -> SchemaType:
+    # Each '?' or '[]' wraps one level more: stop at the limit as the chain is read,
+    # not after building a chain of any length.
+    levels = cur.depth
     while True:
+        levels += 1
+        if levels > MAX_DEPTH and cur.peek() in ("?", "["):
+            cur.fail(f"the type nests more than {MAX_DEPTH} levels deep", "Simplify the type.")
         if cur.accept("?"):
             tp = build(OptionalType, {"kind": "optional", "elem": tp})
         elif cur.accept("["):

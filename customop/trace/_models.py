@@ -21,9 +21,11 @@ every tag and required field carries no default.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Final, Literal, TypeAlias
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Discriminator,
@@ -35,6 +37,7 @@ from pydantic import (
     Tag,
 )
 
+from customop.schema._clip import clip_repr
 from customop.trace._node import NodeKind
 
 __all__ = [
@@ -56,6 +59,43 @@ __all__ = [
 
 FORMAT = "customop.graph"
 VERSION = 1
+
+
+# Text fields that reach printed code, pictures and messages are checked like names:
+# a newline in a dtype would add a line to str(graph), and HTML to a Mermaid picture.
+# Each is short; a symbolic size is integer arithmetic of bounded length, so that
+# evaluating it costs bounded time and memory.
+_DTYPE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+_DEVICE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}(?::[0-9]{1,9})?")
+_SYMBOLIC = re.compile(r"[A-Za-z0-9_ +\-*/%(),]{1,200}")
+_COMPLEX = re.compile(r"[0-9a-z.+\-()]{1,100}")
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,199}")
+_OP_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,199}::[A-Za-z_][A-Za-z0-9_.]{0,199}")
+_WHAT = {
+    _DTYPE: "a dtype name: letters, digits and '_', like 'float32'",
+    _DEVICE: "a device: a name and an optional ':index', like 'cpu' or 'cuda:1'",
+    _SYMBOLIC: "a symbolic size: at most 200 characters of integer arithmetic, like '2*s0 + 1'",
+    _COMPLEX: "a complex number as Python writes it, like '(1+2j)'",
+    _IDENT: "an identifier of at most 200 characters",
+    _OP_NAME: "an operator name like 'ns::name' or 'ns::name.overload'",
+}
+
+
+def _text(pattern: re.Pattern[str]) -> AfterValidator:
+    def check(value: str) -> str:
+        if pattern.fullmatch(value) is None:
+            raise ValueError(f"{clip_repr(value, 60)} is not {_WHAT[pattern]}")
+        return value
+
+    return AfterValidator(check)
+
+
+DtypeText = Annotated[str, _text(_DTYPE)]
+DeviceText = Annotated[str, _text(_DEVICE)]
+SymbolicText = Annotated[str, _text(_SYMBOLIC)]
+Identifier = Annotated[str, _text(_IDENT)]
+#: Sizes and plain integers are 64-bit, as in schemas (printing a huge one would fail).
+Size = Annotated[StrictInt, Field(ge=0, lt=2**63)]
 
 
 class _Model(BaseModel):
@@ -85,17 +125,17 @@ class DictArg(_Model):
 
 class DtypeArg(_Model):
     kind: Literal["dtype"]
-    name: str = Field(min_length=1)
+    name: DtypeText
 
 
 class DeviceArg(_Model):
     kind: Literal["device"]
-    name: str = Field(min_length=1)
+    name: DeviceText
 
 
 class SymArg(_Model):
     kind: Literal["sym"]
-    expr: str = Field(min_length=1)
+    expr: SymbolicText
 
 
 class FloatArg(_Model):
@@ -105,7 +145,7 @@ class FloatArg(_Model):
 
 class ComplexArg(_Model):
     kind: Literal["complex"]
-    value: str
+    value: Annotated[str, _text(_COMPLEX)]
 
 
 def _arg_tag(value: Any) -> str | None:
@@ -159,9 +199,9 @@ ArgModel: TypeAlias = Annotated[
 class TensorMetaModel(_Model):
     """``{"shape": ["s0", 3], "dtype": "float32", "device": "cpu"}``; symbolic sizes as text."""
 
-    shape: list[StrictInt | Annotated[StrictStr, Field(min_length=1, pattern=r"^[^\n]*$")]]
-    dtype: str = Field(min_length=1)
-    device: str = Field(min_length=1)
+    shape: list[Size | SymbolicText] = Field(max_length=64)
+    dtype: DtypeText
+    device: DeviceText
 
 
 #: A node's metadata: one tensor, a list for an op with several outputs, or none.
@@ -172,10 +212,10 @@ class NodeModel(_Model):
     """One node. ``target`` only on calls; an output has exactly one argument (its value)."""
 
     kind: NodeKind
-    name: str
-    target: str | None = None
+    name: Identifier
+    target: Annotated[str, _text(_OP_NAME)] | None = None
     args: list[ArgModel] = []
-    kwargs: dict[str, ArgModel] = {}
+    kwargs: dict[Identifier, ArgModel] = {}
     meta: MetaModel = None
 
 

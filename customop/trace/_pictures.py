@@ -35,10 +35,25 @@ def _edges(node: Node) -> list[tuple[int, int | None]]:
     return list(found)
 
 
+# Mermaid renders labels as HTML and reads "#name;" as an entity: '#' goes first, so
+# the entities written for the others stay entities. Newlines would end the statement.
+_MERMAID_ESCAPES = (
+    ("#", "#35;"), ('"', "#quot;"), ("&", "#amp;"), ("<", "#lt;"), (">", "#gt;"),
+    ("\n", " "), ("\r", " "),
+)  # fmt: skip
+
+
+def _mermaid_text(text: str) -> str:
+    """``text`` as literal characters in a Mermaid label: no HTML, no new statement."""
+    for char, entity in _MERMAID_ESCAPES:
+        text = text.replace(char, entity)
+    return text
+
+
 def mermaid(graph: Graph) -> str:
     lines = ["flowchart TD"]
     for node in graph._nodes:
-        label = "<br/>".join(_lines(node)).replace('"', "#quot;")
+        label = "<br/>".join(_mermaid_text(line) for line in _lines(node))
         if node.kind is NodeKind.PLACEHOLDER:
             lines.append(f'    n{node.index}(["{label}"])')
         elif node.kind is NodeKind.OUTPUT:
@@ -55,8 +70,18 @@ def mermaid(graph: Graph) -> str:
 _DOT_SHAPES = {NodeKind.PLACEHOLDER: "oval", NodeKind.CALL: "box", NodeKind.OUTPUT: "trapezium"}
 
 
+# Graphviz reads escapes in quoted labels and HTML entities in them ("&lt;"): keep
+# both literal; a newline in the text is shown as one, never ends the statement.
+_DOT_ESCAPES = (
+    ("\\", "\\\\"), ('"', '\\"'), ("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"),
+    ("\n", "\\n"), ("\r", "\\r"),
+)  # fmt: skip
+
+
 def _dot_text(text: str) -> str:
-    return text.replace("\\", "\\\\").replace('"', '\\"')
+    for char, escaped in _DOT_ESCAPES:
+        text = text.replace(char, escaped)
+    return text
 
 
 def dot(graph: Graph) -> str:

@@ -16,6 +16,7 @@ a registration elsewhere costs a lookup per op, never new call code.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
@@ -71,7 +72,11 @@ def run(graph: Graph, args: Sequence[Any], dispatcher: Dispatcher | None) -> Any
         try:
             env[node.index] = fn(*call_args, **call_kwargs)
         except Exception as exc:
-            exc.add_note(f"(while running node {node.name!r}: {node.code()})")
+            note = f"(while running node {node.name!r}: {node.code()})"
+            if sys.version_info >= (3, 11):
+                exc.add_note(note)
+            else:  # 3.10 has no add_note; tracebacks show __notes__ from 3.11 (PEP 678)
+                exc.__notes__ = [*getattr(exc, "__notes__", ()), note]
             raise
     return _fill(output.args[0], env, bindings)
 

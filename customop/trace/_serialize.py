@@ -7,6 +7,7 @@ and every op exists with the schema it was saved with.
 
 from __future__ import annotations
 
+import json
 import keyword
 import math
 from typing import TYPE_CHECKING, Any, Final, Literal, NoReturn
@@ -17,6 +18,7 @@ from customop.dispatch import Dispatcher, OperatorHandle
 from customop.dispatch._global import dispatcher as default_dispatcher
 from customop.exceptions import SchemaError
 from customop.library._ops import defined_names
+from customop.schema._clip import clip_repr
 from customop.trace._errors import GraphError, fail, unknown_ops_error
 from customop.trace._meta import Meta, TensorMeta
 from customop.trace._models import (
@@ -132,15 +134,43 @@ def parse(text: str | bytes) -> GraphModel:
     try:
         return GraphModel.model_validate_json(text)
     except ValidationError as exc:
-        errors = exc.errors()
-        first = errors[0]
-        where = ".".join(str(part) for part in first["loc"]) or "the top level"
+        errors = exc.errors(include_url=False)
+        # A union (a size is an int or a symbolic text) fails once per member: the
+        # member's own check ("is not a dtype name") says more than "not an integer".
+        first = next((e for e in errors if e["type"] == "value_error"), errors[0])
         more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
+        message = str(first["msg"]).removeprefix("Value error, ")
         raise GraphError(
-            f"Graph.from_json: the text is not a saved graph: at {where}: {first['msg']}"
-            f"{more}. Graph.to_json writes this format ({FORMAT!r}, version {VERSION}). "
-            "Load text that Graph.to_json wrote, or fix the field named."
+            f"Graph.from_json: the text is not a saved graph: {_where(first['loc'], text)}: "
+            f"{message}{more}. Graph.to_json writes this format ({FORMAT!r}, version "
+            f"{VERSION}). Load text that Graph.to_json wrote, or fix the field named."
         ) from None
+
+
+def _where(loc: tuple[int | str, ...], text: str | bytes) -> str:
+    """``node 3 ('relu'), field meta.dtype`` for a pydantic error location."""
+    # Drop the names pydantic gives union members and validators ("TensorMetaModel",
+    # "constrained-int", "function-after[...]"): they are not fields of the text.
+    parts = [
+        str(part) if isinstance(part, int) or str(part).isidentifier() else clip_repr(part, 60)
+        for part in loc
+        if not (isinstance(part, str) and (part[:1].isupper() or "-" in part or "[" in part))
+    ]
+    if len(parts) >= 2 and parts[0] == "nodes" and parts[1].isdigit():
+        name = _node_name(text, int(parts[1]))
+        named = f" ({clip_repr(name, 60)})" if isinstance(name, str) else ""
+        field = ".".join(parts[2:]) or "the node itself"
+        return f"at node {parts[1]}{named}, field {field}"
+    return f"at {'.'.join(parts) or 'the top level'}"
+
+
+def _node_name(text: str | bytes, index: int) -> object:
+    """The ``name`` the text gives node ``index``, if the text is JSON that has one."""
+    try:
+        nodes = json.loads(text).get("nodes")
+        return nodes[index].get("name")
+    except (ValueError, RecursionError, AttributeError, IndexError, TypeError, KeyError):
+        return None
 
 
 def load(graph: Graph, model: GraphModel, dispatcher: Dispatcher | None, api: str) -> None:
@@ -193,10 +223,10 @@ def _handles(model: GraphModel, dispatcher: Dispatcher, api: str) -> dict[str, O
 
 def _schema_changed(api: str, target: str, saved: str, now: str) -> NoReturn:
     fail(
-        f"{api}: operator {target!r} is now defined as {now!r}, but the graph was saved "
-        f"with {saved!r}. The recorded arguments follow the saved schema and may not bind "
-        "to the new one. Trace the function again, or load with a dispatcher that defines "
-        "the saved schema."
+        f"{api}: operator {target!r} is now defined as {clip_repr(now)}, but the graph was "
+        f"saved with {clip_repr(saved)}. The recorded arguments follow the saved schema "
+        "and may not bind to the new one. Trace the function again, or load with a "
+        "dispatcher that defines the saved schema."
     )
 
 

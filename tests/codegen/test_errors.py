@@ -95,7 +95,8 @@ CASES = [
         [
             "1: entry #1 (no func): field 'func' is missing. Every entry declares an operator. "
             "Add 'func: mylib::add(Tensor x, Tensor y) -> Tensor'.",
-            "2: entry #2 (no func): the entry is a str, not a mapping. Each entry maps field "
+            "2: entry #2 (no func): the entry is the string 'just a string', not a mapping. "
+            "Each entry maps field "
             "names to values. Write it as '- func: ...' with further fields indented below.",
             "3: entry #3 (no func): func is 12, not a string. It is the operator's schema. "
             "Write it like 'func: mylib::add(Tensor x, Tensor y) -> Tensor'.",

@@ -58,7 +58,9 @@ def test_impossible_packet_call_lists_candidates(lib: Library, ops: Ops) -> None
         ops.mylib.add(np.ones(2), "a")
     assert str(excinfo.value) == (
         "mylib::add: no overload binds these arguments. A packet call picks the overload "
-        "whose schema fits the arguments, types included. Candidates:\n"
+        "whose schema fits the arguments, types included. Pass arguments that fit one of "
+        "the schemas below, or call that overload directly, e.g. mylib.add.default(...). "
+        "Candidates:\n"
         "  mylib::add(Tensor x, Tensor y) -> Tensor: argument 'y' expects Tensor, got str\n"
         "  mylib::add.Scalar(Tensor x, Scalar y) -> Tensor: argument 'y' expects Scalar, got str\n"
         "  mylib::add.out(Tensor x, Tensor y, *, Tensor(a!) out) -> Tensor(a!): "

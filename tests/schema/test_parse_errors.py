@@ -345,11 +345,11 @@ SCHEMA_CASES = [
         "                             ^",
     ),
     case(
-        "default-hex",
-        "mylib::f(Tensor x, int n=0x10) -> Tensor",
-        "parse_schema: invalid number '0x10' at column 25. Numbers are written like 1, -2, "
-        "0.5, 1e-05, inf or 2j (no hex, no '_').\n"
-        "    mylib::f(Tensor x, int n=0x10) -> Tensor\n"
+        "default-bad-hex",
+        "mylib::f(Tensor x, int n=0x1G) -> Tensor",
+        "parse_schema: invalid number '0x1G' at column 25. Numbers are written like 1, -2, "
+        "0x1F, 0.5, 1e-05, inf or 2j (no '_').\n"
+        "    mylib::f(Tensor x, int n=0x1G) -> Tensor\n"
         "                             ^",
     ),
     case(

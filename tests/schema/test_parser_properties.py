@@ -199,6 +199,7 @@ TEXT = st.text(st.characters(codec="utf-8"), max_size=8) | st.sampled_from(
     ["", "mean", 'a"b', "a'b", "\\", "\n\t\x00\x7f", "é", "ünï", "日本", "🙂"]
 )
 FLOATS = st.floats(allow_nan=True, allow_infinity=True)
+INTS = st.integers(-(2**63), 2**63 - 1)  # schema integers are 64-bit (issue #11 §2)
 
 
 def _alias_strategy() -> st.SearchStrategy[AliasInfo | None]:
@@ -275,13 +276,13 @@ def _scalar_values(tp: SchemaType) -> st.SearchStrategy[Any] | None:
         inner = _scalar_values(tp.elem)
         # torch turns an int default into a float only for a plain float, not float?
         if isinstance(tp.elem, BaseType) and tp.elem.name in ("float", "SymFloat"):
-            inner = FLOATS | st.integers()
+            inner = FLOATS | INTS
         return st.none() if inner is None else st.none() | inner
     if not isinstance(tp, BaseType):
         return None
     name = tp.name
     if name in INT_LIKE:
-        return st.integers() | st.integers(-(2**70), 2**70)
+        return INTS | st.integers(-(2**62), 2**62)
     if name in ("float", "SymFloat"):
         return FLOATS
     if name in ("bool", "SymBool"):
@@ -289,9 +290,9 @@ def _scalar_values(tp: SchemaType) -> st.SearchStrategy[Any] | None:
     if name in ("str", "Device"):
         return TEXT
     if name in ("Scalar", "number", "complex"):
-        return st.integers() | FLOATS | st.complex_numbers() | st.booleans()
+        return INTS | FLOATS | st.complex_numbers() | st.booleans()
     if name in ("Any", "NoneType"):
-        return st.none() | st.integers() | FLOATS | st.booleans() | TEXT
+        return st.none() | INTS | FLOATS | st.booleans() | TEXT
     return None
 
 

@@ -168,11 +168,11 @@ def _edit(text: str, path: list[Any], value: Any) -> str:
         pytest.param(
             ["nodes", 1, "args", 0],
             {"kind": "tensor"},
-            "Graph.from_json: the text is not a saved graph: at nodes.1.args.0: an argument is "
-            "null, a boolean, a number, a string, or an object whose 'kind' is one of ref, "
-            "list, tuple, dict, dtype, device, sym, float, complex. Graph.to_json writes this "
-            "format ('customop.graph', version 1). Load text that Graph.to_json wrote, or fix "
-            "the field named.",
+            "Graph.from_json: the text is not a saved graph: at node 1 ('topk'), field args.0: "
+            "an argument is null, a boolean, a number, a string, or an object whose 'kind' is "
+            "one of ref, list, tuple, dict, dtype, device, sym, float, complex. Graph.to_json "
+            "writes this format ('customop.graph', version 1). Load text that Graph.to_json "
+            "wrote, or fix the field named.",
             id="unknown-tag",
         ),
     ],

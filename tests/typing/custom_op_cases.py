@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, TypeAlias
+
 import numpy as np
 from typing_extensions import assert_type, reveal_type
 
@@ -9,9 +11,13 @@ from customop.dispatch import RegistrationHandle
 from customop.library import custom_op, handle_of
 from customop.tensor import Tensor
 
+# Spelled out: a bare np.ndarray means ndarray[tuple[Any, ...], dtype[Any]] from numpy 2.3,
+# and is an error (missing type arguments) before it; Python 3.10 gets numpy 2.2.
+Array: TypeAlias = "np.ndarray[Any, Any]"
+
 
 @custom_op("typing::scale", mutates_args=())
-def scale(x: np.ndarray, factor: float, *, bias: float = 0.0) -> np.ndarray:
+def scale(x: Array, factor: float, *, bias: float = 0.0) -> Array:
     return x * factor + bias
 
 
@@ -24,7 +30,7 @@ array = np.zeros(3)
 
 reveal_type(times)  # N: Revealed type is "customop.library._custom_op.CustomOpDef[[x: customop.tensor._protocol.Tensor, n: int], customop.tensor._protocol.Tensor]"
 result = scale(array, 2.0, bias=1.0)
-reveal_type(result)  # N: Revealed type is "numpy.ndarray[tuple[Any, ...], numpy.dtype[Any]]"
+reveal_type(result)  # N: Revealed type is "numpy.ndarray[Any, Any]"
 assert_type(times(array, 3), Tensor)
 
 scale(array, "2")  # E: arg-type
@@ -35,7 +41,7 @@ times(array, 1.5)  # E: arg-type
 text: str = scale(array, 2.0)  # E: assignment
 
 
-def fake(x: np.ndarray, factor: float, *, bias: float = 0.0) -> np.ndarray:
+def fake(x: Array, factor: float, *, bias: float = 0.0) -> Array:
     return x
 
 
@@ -49,7 +55,7 @@ handle.remov()  # E: attr-defined
 
 
 @scale.register_kernel("cpu")
-def _(x: np.ndarray, factor: float, *, bias: float = 0.0) -> np.ndarray:
+def _(x: Array, factor: float, *, bias: float = 0.0) -> Array:
     return x
 
 
