@@ -43,7 +43,7 @@ from customop.library._callgen import can_generate, items_checkable, python_defa
 from customop.library._checks import argument_type_error
 from customop.library._overload import bind_overload
 from customop.schema import FunctionSchema
-from customop.torch._mirror import BACKEND_INDICES, BACKEND_KEYS, TorchMirror, mutated_positions
+from customop.torch._mirror import BACKEND_KEYS, TorchMirror, mutated_positions, torch_uniform
 
 __all__ = ["TorchCall"]
 
@@ -362,7 +362,7 @@ class TorchCall:
         fn, boxed = slot
         if boxed:
             return partial(fn, handle, _CPU_KEYS), False
-        return fn, all(table[index] is slot for index in BACKEND_INDICES)
+        return fn, torch_uniform(handle, table)
 
     def _split(self, values: tuple[Any, ...]) -> tuple[tuple[Any, ...], dict[str, Any]]:
         npos = self.npos
