@@ -26,13 +26,13 @@ from typing import Any, Final
 
 import torch
 
-from customop.dispatch import DispatchKey, DispatchKeySet, OperatorHandle
+from customop.dispatch import DispatchKey, DispatchKeySet, OperatorHandle, epoch
 from customop.exceptions import RegistrationError
 from customop.schema import FunctionSchema
 from customop.torch._autograd import has_formula, register_formula
 from customop.torch._fake import fake_trampoline
 
-__all__ = ["BACKEND_INDICES", "BACKEND_KEYS", "TorchMirror", "mutated_positions"]
+__all__ = ["BACKEND_INDICES", "BACKEND_KEYS", "TorchMirror", "mutated_positions", "torch_uniform"]
 
 #: customop keys mirrored as torch kernels, with torch's name for each.
 _KERNEL_KEYS: Final = (
@@ -50,6 +50,49 @@ BACKEND_INDICES: Final = tuple(
     DispatchKeySet(key).bits.bit_length() - 1 for key in DispatchKey if key.is_backend
 )
 _FIRST: Final = BACKEND_INDICES[0]
+#: Backends a torch tensor always maps to; PrivateUse2/3 only when renamed to a torch
+#: device type (the dask adapter's "dask" PrivateUse3 never is).
+_TORCH_BACKENDS: Final = (
+    DispatchKey.CPU,
+    DispatchKey.CUDA,
+    DispatchKey.PrivateUse1,
+    DispatchKey.Meta,
+)
+_REACHABLE: dict[tuple[object, int], tuple[int, ...]] = {}
+
+
+def _is_torch_device(name: str) -> bool:
+    try:
+        torch.device(name)
+    except RuntimeError:
+        return False
+    return True
+
+
+def _reachable(handle: OperatorHandle) -> tuple[int, ...]:
+    """Table indices of the backends a torch tensor can pick in ``handle``'s dispatcher."""
+    dispatcher = handle.dispatcher
+    token = epoch.token  # renames advance the epoch
+    found = _REACHABLE.get((token, id(dispatcher)))
+    if found is None:
+        keys = [*_TORCH_BACKENDS]
+        keys += [
+            key
+            for key in (DispatchKey.PrivateUse2, DispatchKey.PrivateUse3)
+            if _is_torch_device(dispatcher.key_name(key))
+        ]
+        found = tuple(DispatchKeySet(key).bits.bit_length() - 1 for key in keys)
+        if len(_REACHABLE) > 64:
+            _REACHABLE.clear()
+        _REACHABLE[(token, id(dispatcher))] = found
+    return found
+
+
+def torch_uniform(handle: OperatorHandle, table: Any) -> bool:
+    """Whether one kernel of ``table`` serves every backend a torch tensor can have
+    (a CompositeExplicitAutograd body): then it runs for any torch device."""
+    slot = table[_FIRST]
+    return not slot[1] and all(table[i] is slot for i in _reachable(handle))
 
 
 #: torch.library, untyped for mypy (its functions are not annotated).
@@ -213,12 +256,17 @@ def _backend_trampoline(handle: OperatorHandle, key: DispatchKey) -> Callable[..
         keys_of = handle.dispatch_keyset
         redispatch = handle.redispatch
         backend = BACKEND_KEYS
+        # The last table found uniform: the check runs once per registration change.
+        seen: list[Any] = [None, None]
 
         def kernel(*args: Any, **kwargs: Any) -> Any:
             table = handle._state[0]
-            fn, boxed = slot = table[_FIRST]
-            if not boxed and all(table[i] is slot for i in BACKEND_INDICES):
-                return fn(*args, **kwargs)
+            token = epoch.token
+            if seen[0] is table and seen[1] is token:
+                return table[_FIRST][0](*args, **kwargs)
+            if torch_uniform(handle, table):
+                seen[0], seen[1] = table, token
+                return table[_FIRST][0](*args, **kwargs)
             return redispatch(keys_of(*args, **kwargs) & backend, *args, **kwargs)
 
     kernel.__name__ = kernel.__qualname__ = f"customop_{handle.name.name}_{key.name}"

@@ -193,3 +193,37 @@ def test_redefinition_while_registered(ns: str, track: list[Any]) -> None:
     handle.remove()
     assert torch.equal(second(x), x + 2)  # safe: customop's own path after removal
     assert torch.equal(second(torch.ones(1, requires_grad=True)), torch.full((1,), 3.0))
+
+
+@pytest.mark.parametrize(
+    ("cuda_kernel", "expected"),
+    [(False, True), (True, False)],
+    ids=["one-kernel", "cuda-kernel-differs"],
+)
+def test_one_kernel_serves_torch_devices_despite_a_dask_fallback(
+    ns: str, dispatcher: Dispatcher, track: list[Any], cuda_kernel: bool, expected: bool
+) -> None:
+    # dask's fallback on PrivateUse3 ("dask") is no torch device: it must not make a
+    # CompositeExplicitAutograd body look per-device (which cost a customop dispatch
+    # per torch call and a device check per fast-path call).
+    pytest.importorskip("dask")
+    from customop.dask._install import install
+    from customop.torch._mirror import torch_uniform
+
+    track.append(install(dispatcher))
+    op = customop.custom_op(
+        f"{ns}::ident",
+        lambda x: x.clone(),
+        mutates_args=(),
+        schema="(Tensor x) -> Tensor",
+        dispatcher=dispatcher,
+    )
+    track.append(op)
+    if cuda_kernel:
+        op.register_kernel("cuda", lambda x: x.clone())
+    track.append(customop.torch.register(op))
+    handle = op._handle
+    assert torch_uniform(handle, handle._state[0]) is expected
+    x = torch.ones(3)
+    assert torch.equal(getattr(torch.ops, ns).ident(x), x)
+    assert torch.equal(op(x), x)
