@@ -119,7 +119,7 @@ def _report(error: Exception) -> None:
             "traceback; if customop itself raised it, please report it)"
         )
     print(f"customop: error: {first}", file=sys.stderr)
-    if isinstance(error, CodegenError):
+    if isinstance(error, CodegenError) and len(lines) > 1:
         rest = lines[1:]  # one line per bad entry
         extra = [f"... and {len(rest) - MAX_LINES} more"] if len(rest) > MAX_LINES else []
         print("\n".join([_clip(line) for line in rest[:MAX_LINES]] + extra), file=sys.stderr)

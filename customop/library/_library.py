@@ -223,7 +223,7 @@ class Library:
         api = "Library.impl"
         self._check_open(api, name)
         op = self._qualify(name, api)
-        key = self._key(dispatch_key, api)
+        key = self._key(dispatch_key, f"{api}({str(op)!r})")  # a bad key's error names the op
         if not allow_override:
             self._refuse_override(op, key, api)
         kernel = _keyset_kernel(fn) if with_keyset else self._checked(op, fn, key, api)

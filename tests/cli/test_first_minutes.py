@@ -79,8 +79,8 @@ def test_gen_missing_file_is_a_sentence(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("content", "expected"),
     [
-        (b'- func: "a\x00b"\n', "it is not valid YAML (unacceptable character #x0000"),
-        (b"\xff\xfe- func: x\n", "it is not UTF-8 text"),
+        (b'- func: "a\x00b"\n', "the file holds the character U+0000, which YAML does not allow"),
+        (b"\xff\xfe- func: x\n", "the file is not UTF-8 text (byte 0xff at offset 0)"),
     ],
     ids=["nul-byte", "not-utf8"],
 )
