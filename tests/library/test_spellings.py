@@ -28,8 +28,9 @@ def test_a_device_type_for_a_key_suggests_the_key(dispatcher: Dispatcher) -> Non
         with pytest.raises(DispatchKeyError) as excinfo:
             lib.impl("neg", lambda x: -x, "cpu")
     assert str(excinfo.value).startswith(
-        "Library.impl: dispatch key 'cpu' is unknown. Kernels, fallbacks and key sets are keyed "
-        "by dispatch key, so the name must be one the dispatcher knows. Did you mean 'CPU'? "
+        "Library.impl('sp::neg'): dispatch key 'cpu' is unknown. Kernels, fallbacks and key "
+        "sets are keyed by dispatch key, so the name must be one the dispatcher knows. "
+        "Did you mean 'CPU'? "
     )
 
 
