@@ -154,7 +154,9 @@ class EpochClock:
     __slots__ = ("_active", "_filled", "_lock", "_next", "calls", "token")
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        # Reentrant: the garbage collector may run a finalizer (Library.__del__
+        # closes the library, which advances the epoch) inside a locked region.
+        self._lock = threading.RLock()
         self._next = 1
         self._active = 0
         # Weak: a filled cache must not keep its op (and a private dispatcher) alive.
