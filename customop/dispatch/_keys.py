@@ -279,7 +279,9 @@ class DispatchKeySet:
         mask = _BELOW_BITS.get(key)
         if mask is None:
             mask = below(key)._bits  # raises for anything but a runtime key
-        return keyset_from_bits(self._bits & mask)
+        # Boxed fallbacks call this on every call: the interned set, without a call.
+        found = _INTERNED.get(self._bits & mask)
+        return found if found is not None else keyset_from_bits(self._bits & mask)
 
     def __or__(self, other: DispatchKey | DispatchKeySet) -> DispatchKeySet:
         return keyset_from_bits(self._bits | _to_bits(other, "DispatchKeySet |"))

@@ -27,8 +27,9 @@ from __future__ import annotations
 import keyword
 import linecache
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
+from operator import countOf
 from types import FunctionType
 from typing import Any, Final
 
@@ -176,7 +177,7 @@ class CallSite:
             # NOTE: an entry is keyed on the context's include/exclude keys too (the
             # value object, by identity), so calls inside `include_keys` blocks, e.g.
             # under FakeTensorMode, keep the fast path.
-            items = [tuple(map(type, values[i])) for i in self.lists]
+            items = [item_types(values[i]) for i in self.lists]
             epoch.fill(token, self, [local, *map(type, values), fn, *items])
         return fn
 
@@ -273,6 +274,15 @@ def _checks_for(
 _EMPTY: Final[list[Any]] = [object()]  # matches no local-keys tuple
 
 
+def item_types(items: Sequence[Any]) -> type | tuple[type, ...]:
+    """A list's cache entry: the type all its items share, or each item's type."""
+    if items:
+        first = type(items[0])
+        if countOf(map(type, items), first) == len(items):
+            return first
+    return tuple(map(type, items))
+
+
 def python_default(arg: Argument) -> Any:
     """The value a kernel gets for an omitted argument: ScalarType codes become dtypes."""
     value = arg.default.value if arg.default is not None else None
@@ -313,6 +323,8 @@ def compile_call(site: CallSite) -> Callable[..., Any]:
         _co_state=local_state,
         _co_tuple=tuple,
         _co_map=map,
+        _co_count=countOf,
+        _co_len=len,
         **{f"_co_v{index}": allowed for index, allowed in site.values.items()},
     )
     defaults = [MISSING if a.default is None else python_default(a) for a in schema.arguments]

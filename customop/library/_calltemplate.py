@@ -64,10 +64,13 @@ def _render(names: list[str], shape: Shape, function: str) -> str:
     tests = ["not _co_extra", "not _co_unknown", local]
     tests += [f"_co_type({name}) is _co_c[{i + 1}]" for i, name in enumerate(names)]
     # After the list's own type matched: it is a list or tuple, so map() is safe.
+    # The entry holds the one item type of a non-empty list whose items share it
+    # (counted in C, no tuple built: any length matches), else the item types.
     first = len(names) + 2
     tests += [
-        f"_co_tuple(_co_map(_co_type, {names[i]})) == _co_c[{first + j}]"
-        for j, i in enumerate(lists)
+        f"(_co_count(_co_map(_co_type, {name}), _co_c[{k}]) == _co_len({name}) != 0"
+        f" or _co_tuple(_co_map(_co_type, {name})) == _co_c[{k}])"
+        for k, name in ((first + j, names[i]) for j, i in enumerate(lists))
     ]
     # After its type matched a cached (hashable) one: Literal choices as a set.
     tests += [f"{names[i]} in _co_v{i}" for i in shape.values]

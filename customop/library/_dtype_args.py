@@ -97,13 +97,17 @@ def _annotated_forms(fn: Callable[..., Any], names: list[str]) -> list[Convert |
 
 
 class _Converter:
-    """Converts one op's dtype arguments; caches (target kind, value) -> converted value."""
+    """Converts one op's dtype arguments; caches target kind -> value -> converted value.
+
+    A dict per kind, not one keyed by (kind, value) pairs: a call then builds
+    and hashes no tuple.
+    """
 
     __slots__ = ("_api", "_cache", "_forms")
 
     def __init__(self, api: str) -> None:
         self._api = api
-        self._cache: dict[tuple[Convert, object], object] = {}
+        self._cache: dict[Convert, dict[object, object]] = {}
         self._forms: dict[type, Convert] = {}
 
     def form(self, tensor: object) -> Convert:
@@ -117,16 +121,19 @@ class _Converter:
     def __call__(self, value: object, form: Convert) -> object:
         if value is None:
             return None
+        cache = self._cache.get(form)
+        if cache is None:
+            cache = self._cache[form] = {}
         try:
-            return self._cache[form, value]
+            return cache[value]
         except KeyError:
             pass
         except TypeError:  # an unhashable value: convert without caching
             return form(to_dtype(value, api=self._api))
         converted = form(to_dtype(value, api=self._api))
-        if len(self._cache) >= _MAX_CACHE:
-            self._cache.clear()
-        self._cache[form, value] = converted
+        if len(cache) >= _MAX_CACHE:
+            cache.clear()
+        cache[value] = converted
         return converted
 
 
@@ -209,7 +216,7 @@ def _fast_path(
             form = annotated or forms.get(type(getattr(args[reference], "dtype", None)))
             if form is not None:
                 try:
-                    value = cache[form, args[index]]
+                    value = cache[form][args[index]]
                 except (KeyError, TypeError):
                     pass  # not seen yet, or unhashable: the general path
                 else:

@@ -269,6 +269,33 @@ def test_list_length_may_change(lists: OpOverload) -> None:
     assert lists([x, x, x], [1, 2, 3]) == (3, [1, 2, 3], False)
 
 
+def test_same_type_lists_of_any_length_share_the_fast_path(
+    lists: OpOverload, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    slow = _slow_calls(monkeypatch)
+    x = np.zeros(1)
+    lists([x, x], [1, 2])
+    assert len(slow) == 1
+    assert lists([x] * 30, [1, 2, 3]) == (30, [1, 2, 3], False)
+    assert len(slow) == 1  # one item type, any length: the same entry
+    assert lists([], [])[0] == 0  # an empty list has no item type: checked again
+    assert len(slow) == 2
+
+
+def test_mixed_item_types_are_cached_per_position(
+    lists: OpOverload, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    slow = _slow_calls(monkeypatch)
+    x = np.zeros(1)
+    for _ in range(3):
+        assert lists([x, x], [1, np.int64(2)]) == (2, [1, 2], False)
+    assert len(slow) == 1
+    lists([x, x], [np.int64(2), 1])  # other item types in order: a miss
+    assert len(slow) == 2
+    with pytest.raises(TypeError, match="argument 'sizes'"):
+        lists([x, x], [1, 2.5])
+
+
 def test_registration_empties_filled_caches(
     dispatcher: Dispatcher, ops: Ops, monkeypatch: pytest.MonkeyPatch
 ) -> None:
