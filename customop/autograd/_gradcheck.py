@@ -15,15 +15,16 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Sequence
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from customop.autograd._tape import differentiable
 from customop.autograd._transforms import vjp
 from customop.dispatch import Dispatcher
 from customop.exceptions import GradcheckError
 from customop.library._aliasing import as_numpy
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["gradcheck"]
 
@@ -42,6 +43,8 @@ def _names(fn: Callable[..., Any], count: int) -> list[str]:
 
 
 def _float64(value: Any) -> np.ndarray[Any, Any]:
+    import numpy as np  # noqa: PLC0415 -- keeps `import customop` free of numpy
+
     if hasattr(value, "detach"):  # a torch tensor that may require grad
         value = value.detach()
     host = as_numpy(value)
@@ -88,6 +91,8 @@ def gradcheck(
             and the largest error.
         ValueError: when no argument is a float array.
     """
+    import numpy as np  # noqa: PLC0415 -- keeps `import customop` free of numpy
+
     target = dispatcher if dispatcher is not None else getattr(fn_or_op, "dispatcher", None)
     positions = [i for i, value in enumerate(args) if differentiable(value)]
     values = [_float64(a) if i in positions else a for i, a in enumerate(args)]
@@ -122,6 +127,8 @@ def gradcheck(
 
 
 def _projection(out: Any, cotangents: list[Any]) -> float:
+    import numpy as np  # noqa: PLC0415 -- keeps `import customop` free of numpy
+
     total = 0.0
     for value, ct in zip(_flat(out), cotangents, strict=True):
         if ct is not None:
@@ -132,6 +139,8 @@ def _projection(out: Any, cotangents: list[Any]) -> float:
 def _numeric(
     call: Callable[..., Any], primals: list[Any], which: int, cotangents: list[Any], eps: float
 ) -> np.ndarray[Any, Any]:
+    import numpy as np  # noqa: PLC0415 -- keeps `import customop` free of numpy
+
     base = primals[which]
     grad = np.zeros(base.shape, dtype=np.float64)
     flat = grad.reshape(-1)
@@ -153,6 +162,8 @@ def _compare(
     atol: float,
     rtol: float,
 ) -> None:
+    import numpy as np  # noqa: PLC0415 -- keeps `import customop` free of numpy
+
     error = np.abs(analytic - numeric)
     bad = error > atol + rtol * np.abs(numeric)
     if not bad.any():
