@@ -24,7 +24,13 @@ from customop.dispatch._global import dispatcher as default_dispatcher
 from customop.exceptions import MissingKernelError, RegistrationError
 from customop.library._dtype_args import canonical_dtypes
 from customop.library._fake_impl import remember_fake_impl
-from customop.library._hooks import DEFAULT_DEVICE, device_keys, op_handle, register_fake
+from customop.library._hooks import (
+    DEFAULT_DEVICE,
+    device_keys,
+    one_handle,
+    op_handle,
+    register_fake,
+)
 from customop.library._library import Library
 from customop.library._registered import remember_handle
 from customop.library._signature import check_signature
@@ -129,18 +135,7 @@ def _impl_now(
         dispatcher.register_impl(name, key, fake if key is DispatchKey.Fake else kernel)
         for key in keys
     ]
-    if len(handles) == 1:
-        return handles[0]
-    return _grouped(handles)
-
-
-def _grouped(handles: list[RegistrationHandle]) -> RegistrationHandle:
-    def undo() -> None:
-        for handle in reversed(handles):
-            handle.remove()
-
-    described = ", ".join(h.description for h in handles)
-    return RegistrationHandle(undo, description=described, source=handles[0].source)
+    return one_handle(handles)
 
 
 @overload
@@ -209,7 +204,7 @@ def impl(
                 else lib.impl(qualname, kernel, key)
                 for key in keys
             ]
-            handle = handles[0] if len(handles) == 1 else _grouped(handles)
+            handle = one_handle(handles)
         else:
             handle = _impl_now(qualname, keys, kernel, target)
         return remember_handle(kernel, handle)

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "device_keys",
+    "one_handle",
     "op_handle",
     "register_fake",
     "register_fake_on",
@@ -73,8 +74,10 @@ def device_keys(
     return keys
 
 
-def _group(handles: list[RegistrationHandle]) -> RegistrationHandle:
-    """One handle for several registrations (one kernel on several devices)."""
+def one_handle(handles: list[RegistrationHandle]) -> RegistrationHandle:
+    """One handle for one or several registrations (one kernel on several devices)."""
+    if len(handles) == 1:
+        return handles[0]
 
     def undo() -> None:
         for handle in reversed(handles):
@@ -111,7 +114,7 @@ def register_kernel_on(
     keys = device_keys(library.dispatcher, device_types, api)
     check_signature(fn, op.schema, api, "kernel")
     handles = [library.impl(str(op.name), fn, key) for key in keys]
-    return handles[0] if len(handles) == 1 else _group(handles)
+    return one_handle(handles)
 
 
 def register_fake_on(
@@ -158,7 +161,7 @@ def _kernel_now(
     else:
         kernel = canonical_dtypes(fn, handle.schema)
         handles = [handle.dispatcher.register_impl(handle.name, k, kernel) for k in keys]
-    return remember_handle(fn, handles[0] if len(handles) == 1 else _group(handles))
+    return remember_handle(fn, one_handle(handles))
 
 
 def _fake_now(
