@@ -227,3 +227,51 @@ def test_one_kernel_serves_torch_devices_despite_a_dask_fallback(
     x = torch.ones(3)
     assert torch.equal(getattr(torch.ops, ns).ident(x), x)
     assert torch.equal(op(x), x)
+
+
+def test_many_arguments_compare_their_types_as_one_tuple(
+    ns: str, dispatcher: Dispatcher, track: list[Any]
+) -> None:
+    # From _GROUPED_TYPES arguments on, the entry holds one tuple of argument types;
+    # the function-mode check asks has_torch_function of the first tensor argument,
+    # here an optional one given as None.
+    calls: list[int] = []
+
+    def body(  # noqa: PLR0917 -- the schema's nine positional parameters
+        bias: Any, x: Any, a: float, b: float, c: int, d: int, e: bool, f: bool, g: Any
+    ) -> Any:
+        calls.append(1)
+        return x * a + (0 if bias is None else bias)
+
+    schema = (
+        "(Tensor? bias, Tensor x, float a, float b, int c, int d, bool e, bool f, "
+        "Tensor? g) -> Tensor"
+    )
+    op = customop.custom_op(
+        f"{ns}::many", body, mutates_args=(), schema=schema, dispatcher=dispatcher
+    )
+
+    def fake(  # noqa: PLR0917
+        bias: Any, x: Any, a: float, b: float, c: int, d: int, e: bool, f: bool, g: Any
+    ) -> Any:
+        return customop.empty_like(x)
+
+    op.register_fake(fake)
+    track.append(op)
+    track.append(customop.torch.register(op))
+    x = torch.ones(2)
+    rest = (2.0, 0.5, 1, 2, True, False, None)
+    for _ in range(3):
+        assert torch.equal(op(None, x, *rest), x * 2)
+    cache = type(op)._co_torch_call.cache
+    assert cache[1] == (type(None), torch.Tensor, float, float, int, int, bool, bool, type(None))
+    with _Functions() as mode:
+        assert torch.equal(op(None, x, *rest), x * 2)
+    assert any(f"{ns}.many" in name for name in mode.seen)
+    with _Seen() as seen:
+        assert torch.equal(op(None, x, *rest), x * 2)
+    assert f"{ns}.many.default" in seen.ops
+    assert torch.equal(op(x, x, *rest), x * 3)  # another type: the slow path, then cached
+    with pytest.raises(TypeError, match=rf"{ns}::many: argument 'c'"):
+        op(None, x, 2.0, 0.5, 1.5, 2, True, False, None)
+    assert len(calls) == 6
