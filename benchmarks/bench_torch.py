@@ -19,10 +19,20 @@ inputs, at most torch custom_op's cost.
 NOTE: as in bench_dispatch.py, every call is timed in ROUNDS rounds of all
 calls one after another, and a call's figure is its best round, so slow
 spells of a shared machine hit rounds, not calls.
+
+    python benchmarks/bench_torch.py --breakdown
+
+times instead what each check of the two-argument fast path costs: the op's
+generated call code with that one check replaced by ``True`` (rebuilt from
+its own source, in the same globals) against the code as generated, in one
+run. A check that changed shape in the generator makes this fail loudly.
 """
 
 from __future__ import annotations
 
+import argparse
+import copy
+import linecache
 import os
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # see bench_dispatch.py
@@ -223,5 +233,75 @@ def main() -> None:
     )
 
 
+#: Each fast-path check of benchct::probe's generated code, and the text it is in there.
+CHECKS = {
+    "Dynamo check  is_dynamo_compiling()": ["_co_dynamo()"],
+    "customop's local keys": ["(_co_c[0] is _co_state.default or _co_c[0] is _co_local())"],
+    "argument types against the entry's": ["_co_type(x) is _co_c[1]", "_co_type(y) is _co_c[2]"],
+    "no surplus / unknown arguments": ["not _co_extra", "not _co_unknown"],
+    "function modes  has_torch_function_unary(x)": ["not _co_htf(x)"],
+    "dispatch modes  _len_torch_dispatch_stack()": ["not _co_dstack()"],
+    "x.requires_grad, y.requires_grad": [
+        "(not (x.requires_grad or y.requires_grad) or not _co_grad())"
+    ],
+    "the entry's one-kernel-for-every-device flag": ["(_co_c[4] or (x.is_cpu and y.is_cpu))"],
+}
+AS_GENERATED = "the call code as generated"
+NO_CHECKS = "no check at all: the object call and the kernel"
+
+
+def _probe(op: Any, source: str) -> Callable[..., Any]:
+    """``op`` calling through ``source``: its generated code with some checks taken out."""
+    generated = type(op).__call__
+    namespace = type(op)._co_torch_call.namespace
+    exec(compile(source, "<bench_torch probe>", "exec"), namespace)
+    function = namespace.pop("__call__")
+    function.__defaults__ = generated.__defaults__
+    probe = copy.copy(op)
+    probe.__class__ = type("probe", (type(op),), {"__call__": function})
+    return probe  # type: ignore[no-any-return]
+
+
+def _without(source: str, texts: list[str]) -> str:
+    for text in texts:
+        if text not in source:
+            raise SystemExit(f"the generated code no longer holds {text!r}: update CHECKS")
+        source = source.replace(text, "False" if text == "_co_dynamo()" else "True")
+    return source
+
+
+def breakdown() -> None:
+    """ns each fast-path check costs: the call as generated, less the call without it."""
+    probe_op = customop.custom_op(
+        "benchct::probe", kernel, mutates_args=(), schema="(Tensor x, Tensor y) -> Tensor"
+    )
+    customop.torch.register(probe_op)
+    t = torch.zeros(4)
+    probe_op(t, t)  # fills the fast path's entry
+    source = "".join(linecache.getlines(type(probe_op).__call__.__code__.co_filename))
+    variants = {AS_GENERATED: source}
+    variants |= {name: _without(source, texts) for name, texts in CHECKS.items()}
+    variants[NO_CHECKS] = _without(source, [text for texts in CHECKS.values() for text in texts])
+    probes = {name: _probe(probe_op, text) for name, text in variants.items()}
+    namespace = type(probe_op)._co_torch_call.namespace
+    slow = namespace["_co_route"], namespace["_co_op"]
+    namespace["_co_route"] = namespace["_co_op"] = None  # a probe off the fast path fails
+    for probe in probes.values():
+        probe(t, t)
+    namespace["_co_route"], namespace["_co_op"] = slow
+    timed: Timed = {name: (lambda p=p: p(t, t), 20_000) for name, p in probes.items()}
+    timed[FLOOR] = (lambda: wrapper(t, t), 20_000)
+    ns = best_ns(timed)
+    full = ns[AS_GENERATED]
+    print(f"{'the two-argument fast path':<52} {'ns':>9} {'x wrapper':>10}")
+    for name in (FLOOR, AS_GENERATED, NO_CHECKS):
+        print(f"{name:<52} {ns[name]:>9.0f} {ns[name] / ns[FLOOR]:>10.2f}")
+    print(f"\n{'check (ns saved without it)':<52} {'ns':>9}")
+    for name in CHECKS:
+        print(f"{name:<52} {full - ns[name]:>9.0f}")
+
+
 if __name__ == "__main__":
-    main()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--breakdown", action="store_true", help="time each fast-path check")
+    breakdown() if parser.parse_args().breakdown else main()
