@@ -275,3 +275,37 @@ def test_many_arguments_compare_their_types_as_one_tuple(
     with pytest.raises(TypeError, match=rf"{ns}::many: argument 'c'"):
         op(None, x, 2.0, 0.5, 1.5, 2, True, False, None)
     assert len(calls) == 6
+
+
+def test_many_arguments_with_a_list_check_its_items(
+    ns: str, dispatcher: Dispatcher, track: list[Any]
+) -> None:
+    def body(  # noqa: PLR0917 -- the schema's eight positional parameters
+        xs: Any, a: float, b: float, c: int, d: int, e: bool, f: bool, g: int
+    ) -> Any:
+        return xs[0] * a
+
+    def fake(  # noqa: PLR0917
+        xs: Any, a: float, b: float, c: int, d: int, e: bool, f: bool, g: int
+    ) -> Any:
+        return customop.empty_like(xs[0])
+
+    schema = "(Tensor[] xs, float a, float b, int c, int d, bool e, bool f, int g) -> Tensor"
+    op = customop.custom_op(
+        f"{ns}::listed", body, mutates_args=(), schema=schema, dispatcher=dispatcher
+    )
+    op.register_fake(fake)
+    track.append(op)
+    track.append(customop.torch.register(op))
+    x = torch.ones(2)
+    rest = (2.0, 0.5, 1, 2, True, False, 3)
+    for _ in range(2):
+        assert torch.equal(op([x, x], *rest), x * 2)
+    cache = type(op)._co_torch_call.cache
+    assert cache[1][0] is list
+    assert cache[4] == (torch.Tensor, torch.Tensor)
+    out = op([x, torch.ones(2, requires_grad=True)], *rest)  # an item needs grad: torch's path
+    assert out.grad_fn is not None
+    with _Seen() as seen:
+        op([x, x], *rest)
+    assert f"{ns}.listed.default" in seen.ops
