@@ -296,6 +296,49 @@ def test_mixed_item_types_are_cached_per_position(
         lists([x, x], [1, 2.5])
 
 
+def test_empty_lists_have_their_own_entry(
+    lists: OpOverload, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    slow = _slow_calls(monkeypatch)
+    x = np.zeros(1)
+    for _ in range(3):
+        assert lists([], []) == (0, [], False)
+    assert len(slow) == 1  # an empty list matches an entry made by an empty list
+    assert lists([x], [1]) == (1, [1], False)  # items now: a miss
+    assert len(slow) == 2
+    with pytest.raises(TypeError, match="argument 'sizes'"):
+        lists([], [1.5])
+
+
+def test_a_mixed_entry_never_passes_a_same_type_list_unchecked(
+    lists: OpOverload, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    slow = _slow_calls(monkeypatch)
+    x = np.zeros(1)
+    lists([x], [1, np.int64(2)])  # the entry holds (int, int64)
+    assert lists([x], [1, 2]) == (1, [1, 2], False)  # all int: a miss, checked
+    assert len(slow) == 2
+    with pytest.raises(TypeError, match="argument 'sizes'"):
+        lists([x], [1.5, 2.5])
+
+
+def test_ops_with_many_list_arguments_check_every_list(
+    dispatcher: Dispatcher, ops: Ops, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # More lists than the generated code nests item loops for: tuple comparisons.
+    names = [f"l{i}" for i in range(10)]
+    with Library("manylists", "DEF", dispatcher=dispatcher) as lib:
+        lib.define(f"f({', '.join(f'int[] {n}' for n in names)}) -> int")
+        lib.impl("f", lambda *ls: sum(map(len, ls)), "CPU")
+        f = ops.manylists.f.default
+        slow = _slow_calls(monkeypatch)
+        args = [[1, 2]] * 10
+        assert f(*args) == f(*args) == 20
+        assert len(slow) == 1
+        with pytest.raises(TypeError, match="argument 'l9'"):
+            f(*args[:9], [1, "2"])
+
+
 def test_registration_empties_filled_caches(
     dispatcher: Dispatcher, ops: Ops, monkeypatch: pytest.MonkeyPatch
 ) -> None:
