@@ -5,6 +5,8 @@ See ``docs/concepts/dispatcher.md`` for the keys, the table precedence and the
 registration lifecycle.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from customop.dispatch._dispatcher import Dispatcher
 from customop.dispatch._dispatcher import LibraryKind
 from customop.dispatch._handles import RegistrationHandle
@@ -23,16 +25,18 @@ from customop.dispatch._local import local_keys
 from customop.dispatch._modes import DispatchMode
 from customop.dispatch._modes import active_modes
 from customop.dispatch._modes import register_dispatch_mode
-from customop.dispatch._models import ArrayTypeInfo
-from customop.dispatch._models import DispatcherSnapshot
-from customop.dispatch._models import FallbackInfo
-from customop.dispatch._models import KernelInfo
-from customop.dispatch._models import LibraryInfo
-from customop.dispatch._models import OperatorInfo
-from customop.dispatch._models import TableEntry
 from customop.dispatch._operator import OperatorHandle
 from customop.dispatch._registry import OperatorListener
 from customop.dispatch._table import Reason
+
+if TYPE_CHECKING:
+    from customop.dispatch._models import ArrayTypeInfo
+    from customop.dispatch._models import DispatcherSnapshot
+    from customop.dispatch._models import FallbackInfo
+    from customop.dispatch._models import KernelInfo
+    from customop.dispatch._models import LibraryInfo
+    from customop.dispatch._models import OperatorInfo
+    from customop.dispatch._models import TableEntry
 
 __all__ = [
     "ArrayTypeInfo",
@@ -64,3 +68,29 @@ __all__ = [
     "local_keys",
     "register_dispatch_mode",
 ]
+
+
+# The read-only views (pydantic models) load on first use: building their
+# classes is a tenth of `import customop` (issue #12), and most programs never
+# take a snapshot.
+_VIEWS = frozenset(
+    {
+        "ArrayTypeInfo",
+        "DispatcherSnapshot",
+        "FallbackInfo",
+        "KernelInfo",
+        "LibraryInfo",
+        "OperatorInfo",
+        "TableEntry",
+    }
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _VIEWS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from customop.dispatch import _models  # noqa: PLC0415 - loaded on first use, see above
+
+    value = getattr(_models, name)
+    globals()[name] = value
+    return value

@@ -8,7 +8,7 @@ advances the global `epoch`. Calls (on `OperatorHandle`) never take the lock.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from typing import Any, Literal, TypeAlias, final
 from weakref import WeakSet, WeakValueDictionary
@@ -147,17 +147,17 @@ class Dispatcher(Lookup):
         tag_tuple = coerce_tags(tags)
         source = caller_source() if source is None else source
         api, text = "register_def", str(name)
-        records = [
+        records = tuple(
             KernelRecord(
                 check_kernel(fn, api), False, self.parse_key(key, api=api), source, debug, text
             )
             for key, fn in (kernels or {}).items()
-        ]
-        record = Registration(source, debug)
+        )
         with self._lock:
             existing = self._entries.get(name)
             if existing is not None and existing.def_count:
-                raise duplicate_def_error(str(name), existing.def_where, record.where)
+                where = Registration(source, debug).where
+                raise duplicate_def_error(str(name), existing.def_where, where)
             entry = self._obtain(name)
             entry.set_schema(schema, source, debug, tag_tuple)
             entry.def_count += 1
@@ -171,10 +171,10 @@ class Dispatcher(Lookup):
                 raise
             finally:
                 epoch.advance()  # also on failure: the def was briefly visible to calls
-        undo = partial(self._remove_def, entry, record, records)
+        undo = _RemoveDef(self, entry, records)
         return RegistrationHandle(undo, description=f"def {text}", source=source)
 
-    def _push_impls(self, entry: OperatorEntry, records: list[KernelRecord]) -> None:
+    def _push_impls(self, entry: OperatorEntry, records: Sequence[KernelRecord]) -> None:
         """Push kernels on their stacks (warning of overrides), rebuild, publish."""
         for record in records:
             previous = entry.top(record.key)
@@ -188,7 +188,7 @@ class Dispatcher(Lookup):
         entry.rebuild_keys(affected_keys(r.key for r in records), self._fallbacks)
         tell_changed(self._listeners, entry.handle)
 
-    def _drop_impls(self, entry: OperatorEntry, records: list[KernelRecord]) -> None:
+    def _drop_impls(self, entry: OperatorEntry, records: Sequence[KernelRecord]) -> None:
         live = [record for record in reversed(records) if record.alive]
         for record in live:
             record.alive = False
@@ -209,14 +209,12 @@ class Dispatcher(Lookup):
                 _quietly(heard.on_operator_deregistered, entry.handle)
             raise
 
-    def _remove_def(
-        self, entry: OperatorEntry, record: Registration, kernels: list[KernelRecord]
-    ) -> None:
+    def _remove_def(self, undo: _RemoveDef) -> None:
         with self._lock:
-            if not record.alive:
+            if undo.entry is None:
                 return
-            record.alive = False
-            self._drop_impls(entry, kernels)
+            entry, undo.entry = undo.entry, None
+            self._drop_impls(entry, undo.kernels)
             errors = self._drop_def(entry, notify=True)
             epoch.advance()
         if errors:
@@ -477,6 +475,27 @@ class Dispatcher(Lookup):
                     epoch.advance()
 
         return undo
+
+
+@final
+class _RemoveDef:
+    """The undo of one def: one object, where a partial of a bound method is three.
+
+    (Each object an op keeps costs time in every full gc collection: see the
+    NOTE in `customop.dispatch._entry`.) ``entry`` is None once removed.
+    """
+
+    __slots__ = ("dispatcher", "entry", "kernels")
+
+    def __init__(
+        self, dispatcher: Dispatcher, entry: OperatorEntry, kernels: tuple[KernelRecord, ...]
+    ) -> None:
+        self.dispatcher = dispatcher
+        self.entry: OperatorEntry | None = entry
+        self.kernels = kernels
+
+    def __call__(self) -> None:
+        self.dispatcher._remove_def(self)
 
 
 def _nothing() -> None:

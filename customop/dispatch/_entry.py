@@ -80,17 +80,12 @@ def _store(slots: list[Slot], mask: int, keys: tuple[DispatchKey, ...], new: lis
     return mask
 
 
-@final
-class _FirstExtract:
-    """An operator's extractor until its first call builds the real one."""
-
-    __slots__ = ("entry",)
-
-    def __init__(self, entry: OperatorEntry) -> None:
-        self.entry = entry
-
-    def __call__(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
-        return self.entry.built_extractor()(args, kwargs)
+# NOTE: fewer objects per op. Every object an op keeps is visited by each of
+# gc's full collections, and a program that registers n ops runs collections
+# over all of them every n/4 registrations: the per-op cost of registering
+# grows with the registry through them (issue #12). So an entry keeps its
+# slots and kernel stacks as tuples (replaced, never mutated: no list beside
+# them), and is itself the extractor until the first call builds the real one.
 
 
 @final
@@ -126,11 +121,11 @@ class OperatorEntry:
         self.kernel_hint = ""
         self.tags: tuple[str, ...] = ()
         self.extract: Extractor = _default_keys
-        self.kernels: dict[DispatchKey, list[KernelRecord]] = {}
+        self.kernels: dict[DispatchKey, tuple[KernelRecord, ...]] = {}
         self.def_count = 0
         self.def_and_impl_count = 0
         # slots[i] serves RUNTIME_KEYS[i]; the extra last slot serves an empty key set.
-        self.slots: list[Slot] = [_MISSING] * (len(RUNTIME_KEYS) + 1)
+        self.slots: tuple[Slot, ...] = (_MISSING,) * (len(RUNTIME_KEYS) + 1)
         #: Bit i set: slots[i] is not a fallthrough (the last slot has no bit).
         self.mask = _FULL_MASK
         self.handle = OperatorHandle(self, _UNDEFINED_STATE)
@@ -159,13 +154,14 @@ class OperatorEntry:
         # NOTE: the real extractor is built at the first call that needs it, then
         # kept while the schema stands: building it is a fifth of a def's cost,
         # and ops made by @custom_op mostly dispatch from their call cache.
-        self.extract = _FirstExtract(self)
+        # Until then the entry itself is the extractor (see `__call__`).
+        self.extract = self
 
     def built_extractor(self) -> Extractor:
         """The extractor for the current schema, built (and published) if need be."""
         with self.dispatcher._lock:
             extract = self.extract
-            if isinstance(extract, _FirstExtract) and self.schema is not None:
+            if extract is self and self.schema is not None:
                 registry = self.dispatcher._backends
                 extract = self.extract = make_extractor(self.schema, registry, str(self.name))
                 self.publish()
@@ -178,30 +174,36 @@ class OperatorEntry:
         self.extract = _default_keys
 
     def push(self, record: KernelRecord) -> None:
-        self.kernels.setdefault(record.key, []).insert(0, record)
+        self.kernels[record.key] = (record, *self.kernels.get(record.key, ()))
 
     def pop(self, record: KernelRecord) -> None:
-        stack = self.kernels[record.key]
-        stack.remove(record)  # KernelRecord compares by identity
-        if not stack:
+        # Identity, not ==: a stack may hold equal records of one kernel.
+        stack = tuple(r for r in self.kernels[record.key] if r is not record)
+        if stack:
+            self.kernels[record.key] = stack
+        else:
             del self.kernels[record.key]
 
     def reset(self, empty: EmptyState) -> None:
         """Take the slots of an operator without kernels (see `empty_state`), and publish."""
-        slots, self.mask = empty
-        self.slots = list(slots)
+        self.slots, self.mask = empty  # shared by every entry until a kernel comes
         self.publish()
 
     def rebuild_keys(self, keys: Iterable[DispatchKey], fallbacks: Fallbacks) -> None:
         """Recompute the slots of ``keys`` (those a change can affect), then publish."""
         keys = tuple(keys)
         if keys:  # a def without kernels changes no slot: it only publishes its schema
-            new = _slots(self.kernels, fallbacks, keys)
-            self.mask = _store(self.slots, self.mask, keys, new)
+            slots = list(self.slots)
+            self.mask = _store(slots, self.mask, keys, _slots(self.kernels, fallbacks, keys))
+            self.slots = tuple(slots)
         self.publish()
 
     def publish(self) -> None:
         if self.schema is None:
             self.handle._state = _UNDEFINED_STATE
             return
-        self.handle._state = (tuple(self.slots), self.mask, self.extract)
+        self.handle._state = (self.slots, self.mask, self.extract)
+
+    def __call__(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
+        """The extractor until the first call builds the real one: build it, then extract."""
+        return self.built_extractor()(args, kwargs)

@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
-from customop.dispatch import _inspect
 from customop.dispatch._backends import Backends
 from customop.dispatch._entry import OperatorEntry
 from customop.dispatch._kernel import KernelRecord
 from customop.dispatch._keys import RUNTIME_KEYS, DispatchKey
 from customop.dispatch._messages import unknown_operator_error
-from customop.dispatch._models import DispatcherSnapshot, KernelInfo, TableEntry
 from customop.dispatch._operator import OperatorHandle
 from customop.dispatch._registry import KeyLike, OperatorListener, Registration, op_name
 from customop.dispatch._table import Choice
 from customop.schema import OperatorName
 
+# NOTE: `_inspect` and its pydantic views (`_models`) are imported where they are
+# used: building those model classes is a tenth of `import customop` (issue #12).
+if TYPE_CHECKING:
+    from customop.dispatch._models import DispatcherSnapshot, KernelInfo, TableEntry
+
 __all__ = ["Lookup", "OpLike"]
+
 
 #: An operator: its name text (``"ns::op.overload"``), name model, or handle.
 OpLike: TypeAlias = str | OperatorName | OperatorHandle
@@ -51,6 +55,8 @@ class Lookup(Backends):
 
     def find_dangling_impls(self) -> tuple[KernelInfo, ...]:
         """Kernels registered for operators that have no def (yet)."""
+        from customop.dispatch import _inspect  # noqa: PLC0415 - see the NOTE
+
         with self._lock:
             return _inspect.dangling_impls(self)
 
@@ -70,6 +76,8 @@ class Lookup(Backends):
 
     def dump(self, op: OpLike) -> str:
         """The registered state of ``op``: schema and kernels per key, with sources."""
+        from customop.dispatch import _inspect  # noqa: PLC0415 - see the NOTE
+
         with self._lock:
             return _inspect.dump_state(self, self._entry(op, "dump"))
 
@@ -78,6 +86,8 @@ class Lookup(Backends):
 
         ``kernels_only`` leaves out the keys whose entry is missing or falls through.
         """
+        from customop.dispatch import _inspect  # noqa: PLC0415 - see the NOTE
+
         with self._lock:
             return _inspect.dump_table(
                 self, self._entry(op, "dump_table"), kernels_only=kernels_only
@@ -86,11 +96,15 @@ class Lookup(Backends):
     def table_entry(self, op: OpLike, key: KeyLike) -> TableEntry:
         """The computed table entry of ``op`` for runtime ``key``."""
         dispatch_key = self.parse_key(key, api="table_entry", runtime=True)
+        from customop.dispatch import _inspect  # noqa: PLC0415 - see the NOTE
+
         with self._lock:
             return _inspect.table_entry(self, self._entry(op, "table_entry"), dispatch_key)
 
     def snapshot(self) -> DispatcherSnapshot:
         """The whole registry as a frozen pydantic model (``.model_dump_json()`` for JSON)."""
+        from customop.dispatch import _inspect  # noqa: PLC0415 - see the NOTE
+
         with self._lock:
             return _inspect.snapshot(self)
 

@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn, final
 from customop.dispatch._keys import DispatchKey, DispatchKeySet, keyset_from_bits
 from customop.dispatch._local import LOCAL_KEYS
 from customop.dispatch._messages import missing_kernel_error, no_schema_error
-from customop.dispatch._models import TableEntry
 from customop.schema import FunctionSchema, OperatorName
 
 if TYPE_CHECKING:
     from customop.dispatch._dispatcher import Dispatcher
     from customop.dispatch._entry import CallState, OperatorEntry
+    from customop.dispatch._models import TableEntry
 
 __all__ = ["OperatorHandle", "missing_kernel", "undefined_kernel"]
 

@@ -18,6 +18,7 @@ from customop.dispatch import DispatchKey, include_keys
 from customop.dispatch._local import LocalKeysGuard
 from customop.tensor import CURRENT_FAKE_MODE, Device, FakeTensor, ShapeEnv, SymInt, device_of
 from customop.tensor._dtype import dtype, to_dtype
+from customop.tensor._factory import PLAIN_FAKE_FACTORIES
 from customop.tensor._symint import IntLike
 
 __all__ = ["FakeTensorMode"]
@@ -108,3 +109,7 @@ class FakeTensorMode:
 
     def __repr__(self) -> str:
         return f"<FakeTensorMode: {len(self.shape_env.symbols)} size symbols>"
+
+
+# make_fake above builds a plain fake: empty_like may skip calling it (exact type only).
+PLAIN_FAKE_FACTORIES.add(FakeTensorMode)

@@ -16,7 +16,7 @@ for the lock before they decide, and never see the gap.
 from __future__ import annotations
 
 import linecache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, final
 
 from customop.dispatch import Dispatcher, RegistrationHandle
 
@@ -34,18 +34,33 @@ def live_definition(dispatcher: Dispatcher, name: str) -> CustomOpDef[Any, Any] 
 
 def record_definition(definition: CustomOpDef[Any, Any]) -> None:
     """Make ``definition`` the live one of its name, until its library closes."""
-    dispatcher, name = definition.dispatcher, definition.name
-    dispatcher._owners[name] = definition
+    definition.dispatcher._owners[definition.name] = definition
+    undo = _Forget(definition)
+    handle = RegistrationHandle(undo, description=f"custom_op {definition.name}", source="")
+    definition._library._adopt(handle)
 
-    def forget() -> None:
+
+@final
+class _Forget:
+    """Takes a definition out of its dispatcher's table: the undo `record_definition` adopts.
+
+    One object, where a closure is five (function, cells, their tuple): every
+    object an op keeps costs time in each full gc collection (issue #12).
+    """
+
+    __slots__ = ("definition",)
+
+    def __init__(self, definition: CustomOpDef[Any, Any]) -> None:
+        self.definition = definition
+
+    def __call__(self) -> None:
+        definition = self.definition
+        dispatcher, name = definition.dispatcher, definition.name
         with dispatcher._lock:
             if dispatcher._owners.get(name) is definition:
                 del dispatcher._owners[name]
             forget_code(name)
             definition._op = None  # its call code, checks and cache go with it
-
-    handle = RegistrationHandle(forget, description=f"custom_op {name}", source="")
-    definition._library._adopt(handle)
 
 
 def remove_definition(definition: CustomOpDef[Any, Any]) -> None:

@@ -31,22 +31,40 @@ _REAL = r"(?:(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|inf|nan)"
 # A real, an imaginary part (`2j`) or both (`0.+1.j`, torch's complex spelling); not
 # followed by a word character, so `0x10`, `1_000` and `1e` are rejected whole.
 # Hex integers (`0x2FFFFFF`, FBGEMM writes them) read to their value; torch 2.13 reads 0.
-_NUMBER = re.compile(rf"0[xX][0-9a-fA-F]+(?![\w.])|{_REAL}(?:[-+]{_REAL}j|j)?(?![\w.])")
+_NUMBER: re.Pattern[str]
 # A list of plain integers, the one list default that gets long (`int[] x=[0, 1, ...]`):
 # read by one regex and `int`, not element by element. Anything else, or any error,
 # takes the general path, which has the messages.
-_INT_LIST_BODY = re.compile(r"[\s\d,-]*")
-_BAD_NUMBER = re.compile(r"[\w.]+")
-_HEX = re.compile(r"0[xX]")
-_SURROGATE = re.compile("[\ud800-\udfff]")
-_STRING = re.compile(r""""(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'""")
+_INT_LIST_BODY: re.Pattern[str]
+_BAD_NUMBER: re.Pattern[str]
+_HEX: re.Pattern[str]
+_SURROGATE: re.Pattern[str]
+_STRING: re.Pattern[str]
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v": "\v"}
-_ESCAPE = re.compile(r"\\(?:([0-7]{1,3})|(.))", re.DOTALL)
+_ESCAPE: re.Pattern[str]
+# NOTE: the patterns are compiled by the first `parse_default`, not at import
+# (as in `_fastpath`: a visible share of `import customop`, issue #12).
+_compiled = False
+
 _DEFAULT = "a default value (a number, string, True, False, None or [...])"
 _ELEMENT = "a list element (a number, string, True, False or None)"
 _LIST_FORM = "List defaults look like [0, 1]."
 _CONSTANTS: dict[str, Any] = {"True": True, "False": False, "None": None}
 _CONSTANT_HABITS = {"true": "True", "false": "False", "none": "None", "null": "None"}
+
+
+def _compile() -> None:
+    global _NUMBER, _INT_LIST_BODY, _BAD_NUMBER, _HEX  # noqa: PLW0603 -- see the NOTE
+    global _SURROGATE, _STRING, _ESCAPE, _compiled  # noqa: PLW0603 -- see the NOTE
+    _NUMBER = re.compile(rf"0[xX][0-9a-fA-F]+(?![\w.])|{_REAL}(?:[-+]{_REAL}j|j)?(?![\w.])")
+    _INT_LIST_BODY = re.compile(r"[\s\d,-]*")
+    _BAD_NUMBER = re.compile(r"[\w.]+")
+    _HEX = re.compile(r"0[xX]")
+    _SURROGATE = re.compile("[\ud800-\udfff]")
+    _STRING = re.compile(r""""(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'""")
+    _ESCAPE = re.compile(r"\\(?:([0-7]{1,3})|(.))", re.DOTALL)
+    _compiled = True  # last: another thread may be reading the flag
+
 
 #: What the defaults of each base type look like, for "does not fit" messages.
 _LITERALS: dict[str, str] = {
@@ -210,6 +228,8 @@ def _misfit_help(value: Any, tp: SchemaType, arg_name: str, *, element: bool = F
 
 def parse_default(cur: Cursor, tp: SchemaType, arg_name: str) -> Default:
     """A default literal, converted to ``tp`` and checked to fit it."""
+    if not _compiled:
+        _compile()
     cur.skip()
     start = cur.pos
     spans: list[tuple[int, int]] = []

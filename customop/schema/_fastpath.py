@@ -30,13 +30,28 @@ __all__ = ["clear_caches", "fast_parse"]
 # Defaults exclude `#`, which starts a comment for the general parser.
 _TYPE = r"[A-Za-z_][\w.]*(?:\([^()]*\)){0,2}(?:\[\d*\](?:\([^()]*\))?|\?|!)*"
 _DEFAULT = r"""[^\s,()\[\]"'#]+|\[[^\]"'#]*\]|"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'"""
-_NAME = re.compile(
-    r"(?:([A-Za-z_]\w*)::)?([A-Za-z_]\w*)(?:\.(?!default$|__)([A-Za-z_]\w*))?", re.ASCII
-)
-_ARG = re.compile(rf"({_TYPE}) ([A-Za-z_]\w*)(?:=({_DEFAULT}))?", re.ASCII)
 _ITEM = rf"{_TYPE}(?: [A-Za-z_]\w*)?"
-_RETURNS = re.compile(rf"({_ITEM})|\(((?:{_ITEM}, )*{_ITEM})?\)", re.ASCII)
-_RETURN_ITEM = re.compile(rf"({_TYPE})(?: ([A-Za-z_]\w*))?", re.ASCII)
+# NOTE: the patterns are compiled by the first `fast_parse`, not at import:
+# compiling them is a visible share of `import customop` (issue #12), and
+# programs whose ops infer their schemas never parse one.
+_NAME: re.Pattern[str]
+_ARG: re.Pattern[str]
+_RETURNS: re.Pattern[str]
+_RETURN_ITEM: re.Pattern[str]
+_compiled = False
+
+
+def _compile() -> None:
+    global _NAME, _ARG, _RETURNS, _RETURN_ITEM, _compiled  # noqa: PLW0603 -- see the NOTE
+    _NAME = re.compile(
+        r"(?:([A-Za-z_]\w*)::)?([A-Za-z_]\w*)(?:\.(?!default$|__)([A-Za-z_]\w*))?", re.ASCII
+    )
+    _ARG = re.compile(rf"({_TYPE}) ([A-Za-z_]\w*)(?:=({_DEFAULT}))?", re.ASCII)
+    _RETURNS = re.compile(rf"({_ITEM})|\(((?:{_ITEM}, )*{_ITEM})?\)", re.ASCII)
+    _RETURN_ITEM = re.compile(rf"({_TYPE})(?: ([A-Za-z_]\w*))?", re.ASCII)
+    _compiled = True  # last: another thread may be reading the flag
+
+
 _LIMIT = 16384
 _LONG = 4096  # torch's longest schema has about 700 characters
 
@@ -142,6 +157,8 @@ def _name(head: str) -> OperatorName | None:
 
 def fast_parse(text: str) -> FunctionSchema | None:
     """The schema, or None when the text needs the general parser."""
+    if not _compiled:
+        _compile()
     if len(text) > _LONG:
         return None  # splitting pieces costs more than it saves; the general path is linear
     opening = text.find("(")

@@ -178,6 +178,10 @@ def _check_parameter(param: Param, site: Site) -> None:
 # equality would confuse Literal['a', 'b'] with Literal['b', 'a'].
 _ARGUMENTS: dict[tuple[object, ...], tuple[object, Argument, Choices | None]] = {}
 _RETURNS: dict[int, tuple[object, tuple[Return, ...]]] = {}
+# Argument tuples by the identities of their (shared) Arguments, which the
+# tuple keeps alive: ops with the same parameters share one tuple too (one
+# object less per op for gc to visit when many are registered, issue #12).
+_ARGUMENT_LISTS: dict[tuple[int, ...], tuple[Argument, ...]] = {}
 _MEMO_LIMIT: Final = 4096
 
 
@@ -185,6 +189,7 @@ def _forget() -> None:
     """Drop memoized inferences (the annotation table changed)."""
     _ARGUMENTS.clear()
     _RETURNS.clear()
+    _ARGUMENT_LISTS.clear()
 
 
 def _remember(memo: dict[Any, Any], key: object, value: object) -> None:
@@ -293,6 +298,15 @@ def _returns(site: Site) -> tuple[Return, ...]:
     return returns
 
 
+def _shared_arguments(arguments: list[Argument]) -> tuple[Argument, ...]:
+    key = tuple(map(id, arguments))
+    found = _ARGUMENT_LISTS.get(key)
+    if found is None:
+        found = tuple(arguments)
+        _remember(_ARGUMENT_LISTS, key, found)
+    return found
+
+
 def _memo_returns(annotation: object, function: str) -> tuple[Return, ...]:
     found = _RETURNS.get(id(annotation))
     if found is not None:
@@ -375,7 +389,7 @@ def infer_schema_details(
             choices[param.name] = choice
     values = {
         "name": name,
-        "arguments": tuple(arguments),
+        "arguments": _shared_arguments(arguments),
         "returns": _memo_returns(hints.get("return", sig.returns), function),
         "is_vararg": False,
         "is_varret": False,

@@ -4,6 +4,8 @@ A `Graph` holds placeholders (inputs), recorded op calls and one output; each
 value carries `TensorMeta` (shape, dtype, device). See ``docs/tracing.md``.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from customop.trace._errors import GraphError
 from customop.trace._graph import Graph
 from customop.trace._graph import OpLike
@@ -11,16 +13,18 @@ from customop.trace._meta import Meta
 from customop.trace._meta import MetaLike
 from customop.trace._meta import TensorMeta
 from customop.trace._meta import meta_of
-from customop.trace._models import ArgModel
-from customop.trace._models import GraphModel
-from customop.trace._models import NodeModel
-from customop.trace._models import TensorMetaModel
 from customop.trace._tracer import trace
 from customop.trace._node import Node
 from customop.trace._node import NodeKind
 from customop.trace._node import NodeRef
 from customop.trace._values import Constant
 from customop.trace._values import ConstantKind
+
+if TYPE_CHECKING:
+    from customop.trace._models import ArgModel
+    from customop.trace._models import GraphModel
+    from customop.trace._models import NodeModel
+    from customop.trace._models import TensorMetaModel
 
 __all__ = [
     "ArgModel",
@@ -41,3 +45,18 @@ __all__ = [
     "meta_of",
     "trace",
 ]
+
+
+# The JSON models (pydantic) load on first use: building their classes is a
+# tenth of `import customop` (issue #12), and most programs never save a graph.
+_MODELS = frozenset({"ArgModel", "GraphModel", "NodeModel", "TensorMetaModel"})
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _MODELS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from customop.trace import _models  # noqa: PLC0415 - loaded on first use, see above
+
+    value = getattr(_models, name)
+    globals()[name] = value
+    return value

@@ -11,19 +11,24 @@ from __future__ import annotations
 import keyword
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Final, NoReturn, TypeAlias, final
+from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeAlias, final
 
 from customop.dispatch import Dispatcher, OperatorHandle
 from customop.library import CustomOpDef, OpOverload
-from customop.trace import _lint, _pictures, _printer, _run, _serialize
+from customop.trace import _lint, _pictures, _printer, _run
 from customop.trace._assume import parse_condition
 from customop.trace._errors import fail
 from customop.trace._meta import Meta, MetaLike, TensorMeta
-from customop.trace._models import GraphModel
 from customop.trace._node import RESERVED_NAMES, Node, NodeKind, NodeRef
 from customop.trace._values import INLINE_TYPES, Constant, constant_of
 
+# NOTE: `_serialize` and its pydantic models are imported where they are used:
+# building those model classes is a tenth of `import customop` (issue #12).
+if TYPE_CHECKING:
+    from customop.trace._models import GraphModel
+
 __all__ = ["Graph", "OpLike"]
+
 
 #: What `Graph.call` records: an ``ops.<ns>.<name>.<overload>``, a dispatcher
 #: handle (what a boxed kernel receives) or a ``@custom_op`` function.
@@ -289,6 +294,8 @@ class Graph:
         Returns:
             A ``GraphModel`` that ``Graph.from_model`` turns back into an equal graph.
         """
+        from customop.trace import _serialize  # noqa: PLC0415 - see the NOTE
+
         return _serialize.to_model(self)
 
     def to_json(self, *, indent: int | None = None) -> str:
@@ -300,6 +307,8 @@ class Graph:
         Returns:
             The JSON text; `from_json` reads it back.
         """
+        from customop.trace import _serialize  # noqa: PLC0415 - see the NOTE
+
         return _serialize.to_model(self).model_dump_json(indent=indent, exclude_defaults=True)
 
     @classmethod
@@ -316,6 +325,8 @@ class Graph:
         Raises:
             GraphError: the model is not a valid graph.
         """
+        from customop.trace import _serialize  # noqa: PLC0415 - see the NOTE
+
         graph = cls()
         _serialize.load(graph, model, dispatcher, "Graph.from_model")
         return graph
@@ -336,6 +347,8 @@ class Graph:
             GraphError: the text is not a valid graph (naming the node and field).
             UnknownOperatorError: an op is not defined in ``dispatcher``.
         """
+        from customop.trace import _serialize  # noqa: PLC0415 - see the NOTE
+
         graph = cls()
         model = _serialize.parse(text)
         _serialize.load(graph, model, dispatcher, "Graph.from_json")

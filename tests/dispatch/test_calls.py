@@ -187,15 +187,14 @@ def test_kwargs_reach_the_kernel(dispatcher: Dispatcher) -> None:
 
 
 def test_key_extractor_is_built_at_the_first_call(dispatcher: Dispatcher) -> None:
-    from customop.dispatch._entry import _FirstExtract
-
     dispatcher.register_def("t::lazy(Tensor x, Tensor y) -> Tensor")
     dispatcher.register_impl("t::lazy", "CPU", lambda x, y: "cpu")
     op = dispatcher.find_schema_or_throw("t::lazy")
-    assert isinstance(op._state[2], _FirstExtract)  # the def did not build it
+    assert op._state[2] is op._entry  # the def did not build it: the entry stands in
     x = np.zeros(1)
     assert op(x, x) == "cpu"
-    assert not isinstance(op._state[2], _FirstExtract)  # built once, and published
+    assert op._state[2] is not op._entry  # built once, and published
+    assert op._state[2] is op._entry.extract
     assert op(x, x) == "cpu"
     with pytest.raises(TypeError, match="argument 'y' is a tensor argument, but got int"):
         op(x, 3)

@@ -8,7 +8,8 @@ import pytest
 from customop import Library, custom_op
 from customop.dispatch import Dispatcher
 from customop.fake import FakeTensorMode, get_ctx
-from customop.tensor import FakeTensor, SymInt, empty, empty_like
+from customop.tensor import Device, FakeTensor, SymInt, dtype, empty, empty_like
+from customop.tensor._symint import IntLike
 
 
 def _ops(d: Dispatcher) -> tuple[object, object]:
@@ -90,3 +91,43 @@ def test_mode_is_reentrant_and_restores_keys(dispatcher: Dispatcher) -> None:
     with mode, mode:
         assert isinstance(add(np.ones(1), np.ones(1)), FakeTensor)  # type: ignore[operator]
     np.testing.assert_array_equal(add(np.ones(1), np.ones(1)), [2.0])  # type: ignore[operator]
+
+
+class _CountingMode(FakeTensorMode):
+    """A subclass that overrides make_fake: empty_like must still call it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.made = 0
+
+    def make_fake(self, shape: tuple[IntLike, ...], dtype: dtype, device: Device) -> FakeTensor:
+        self.made += 1
+        return super().make_fake(shape, dtype, device)
+
+
+def test_empty_like_of_a_fake_in_the_mode_is_a_new_fake_with_its_metadata() -> None:
+    with FakeTensorMode() as mode:
+        x = mode.from_real(np.zeros((2, 3), dtype=np.int64))
+        y = empty_like(x)
+        made = mode.make_fake(x.shape, x.dtype, x.device)
+    assert type(y) is FakeTensor
+    assert y is not x
+    assert (y.shape, y.dtype, y.device) == (x.shape, x.dtype, x.device)
+    assert (y.shape, y.dtype, y.device) == (made.shape, made.dtype, made.device)
+
+
+@pytest.mark.parametrize("dtype_arg", [None, "float64"], ids=["like", "dtype"])
+def test_empty_like_calls_an_overridden_make_fake(dtype_arg: str | None) -> None:
+    with _CountingMode() as mode:
+        x = mode.from_real(np.zeros(2, dtype=np.float32))
+        y = empty_like(x, dtype=dtype_arg)
+    assert mode.made == 1
+    assert y.shape == (2,)
+    assert str(y.dtype) == ("float32" if dtype_arg is None else "float64")
+
+
+def test_only_the_plain_mode_class_skips_make_fake() -> None:
+    from customop.tensor._factory import PLAIN_FAKE_FACTORIES
+
+    assert FakeTensorMode in PLAIN_FAKE_FACTORIES
+    assert _CountingMode not in PLAIN_FAKE_FACTORIES

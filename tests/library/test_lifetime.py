@@ -159,3 +159,23 @@ def test_redefinition_is_atomic_for_callers_through_ops(dispatcher: Dispatcher, 
         for thread in callers:
             thread.join()
     assert errors == []
+
+
+def test_a_registered_op_keeps_few_gc_tracked_objects(dispatcher: Dispatcher) -> None:
+    """Each object an op keeps is visited by every full gc collection (issue #12)."""
+
+    def body(x: np.ndarray, y: np.ndarray, *, alpha: float = 1.0) -> np.ndarray:
+        return x
+
+    def define(i: int) -> customop.CustomOpDef[Any, Any]:
+        return customop.custom_op(f"gcobj::op{i}", body, mutates_args=(), dispatcher=dispatcher)
+
+    kept = [define(i) for i in range(10)]  # namespace and memos exist from here on
+    gc.collect()
+    before = len(gc.get_objects())
+    kept += [define(i) for i in range(10, 210)]
+    gc.collect()
+    per_op = (len(gc.get_objects()) - before) / 200
+    assert per_op <= 24, f"{per_op:.1f} gc-tracked objects per op"
+    for op in kept:
+        op.remove()

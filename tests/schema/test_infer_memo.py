@@ -78,3 +78,15 @@ def test_register_annotation_refreshes_the_memo() -> None:
         remove()
     with pytest.raises(SchemaError, match="has no schema type"):
         _text(f)
+
+
+def test_same_parameters_share_the_argument_tuple() -> None:
+    def f(x: np.ndarray, alpha: float = 1.0) -> np.ndarray: ...
+    def g(x: np.ndarray, alpha: float = 1.0) -> np.ndarray: ...
+    def h(x: np.ndarray, alpha: float = 2.0) -> np.ndarray: ...
+
+    first = infer_schema(f, mutates_args=(), op_name="m::f")
+    assert infer_schema(g, mutates_args=(), op_name="m::g").arguments is first.arguments
+    other = infer_schema(h, mutates_args=(), op_name="m::h").arguments
+    assert other is not first.arguments
+    assert str(other[1]) == "float alpha=2."

@@ -278,3 +278,22 @@ def test_type_models_print_like_torch() -> None:
     assert str(OptionalType(elem=ListType(elem=BaseType(name="SymInt"), size=1))) == "SymInt[1]?"
     assert BaseType(name="DeviceIndex").format("canonical") == "int"
     assert BaseType(name="DeviceIndex").format("source") == "DeviceIndex"
+
+
+def test_built_models_share_a_frozen_field_set_and_copies_get_their_own() -> None:
+    import copy
+
+    from customop.schema import parse_schema
+
+    first = parse_schema("m::f(Tensor x) -> Tensor")
+    second = parse_schema("m::g(Tensor y) -> Tensor")
+    assert first.model_fields_set == set(type(first).model_fields)
+    assert first.model_fields_set is second.model_fields_set  # one per class
+    assert isinstance(first.model_fields_set, frozenset)
+    for copied in (copy.copy(first), copy.deepcopy(first), first.model_copy(deep=True)):
+        assert copied == first
+        assert type(copied.model_fields_set) is set
+    renamed = first.model_copy(update={"name": second.name})
+    assert str(renamed) == "m::g(Tensor x) -> Tensor"
+    assert str(first) == "m::f(Tensor x) -> Tensor"
+    assert first.model_fields_set == set(type(first).model_fields)

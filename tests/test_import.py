@@ -1,0 +1,53 @@
+"""``import customop`` leaves what most programs never use unbuilt (issue #12).
+
+The pydantic views of the dispatcher, the JSON models of traced graphs and the
+schema parser's regexes cost a visible share of the import; they are built on
+first use, and that first use gives the same objects as an eager import did.
+"""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+
+import pytest
+
+_CHECK = """
+import sys, customop
+from customop.schema import _default_parser, _fastpath
+print(sorted(m for m in sys.modules if m in {modules!r}))
+print(_fastpath._compiled, _default_parser._compiled)
+"""
+
+_LAZY = ("customop.dispatch._inspect", "customop.dispatch._models", "customop.trace._models")
+
+
+def test_import_customop_builds_no_view_model_or_parser_regex() -> None:
+    code = _CHECK.format(modules=set(_LAZY))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split("\n")[:2] == ["[]", "False False"]
+
+
+@pytest.mark.parametrize(
+    ("package", "name"),
+    [
+        ("customop.dispatch", "DispatcherSnapshot"),
+        ("customop.dispatch", "KernelInfo"),
+        ("customop.dispatch", "TableEntry"),
+        ("customop.trace", "GraphModel"),
+        ("customop.trace", "TensorMetaModel"),
+    ],
+    ids=lambda value: str(value),
+)
+def test_lazy_names_are_the_models_themselves(package: str, name: str) -> None:
+    module = importlib.import_module(package)
+    models = importlib.import_module(f"{package}._models")
+    assert getattr(module, name) is getattr(models, name)
+    assert name in module.__all__
+
+
+@pytest.mark.parametrize("package", ["customop.dispatch", "customop.trace"])
+def test_unknown_names_still_raise_attribute_error(package: str) -> None:
+    with pytest.raises(AttributeError, match="has no attribute 'NoSuchName'"):
+        getattr(importlib.import_module(package), "NoSuchName")  # noqa: B009 -- the name is the point
