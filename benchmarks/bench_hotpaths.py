@@ -112,6 +112,8 @@ def call_rows() -> dict[str, tuple[float, str]]:
         "wrapper(x, [0, 1])": (lambda: wrapper(x, dims), 20_000),
         "ints(x, [0, 1])": (lambda: ints(x, dims), 20_000),
         "boxed(x, y), fallback redispatches": (lambda: boxed(x, x), 10_000),
+        # Part of the fallback above: Enum's metaclass __getattr__ (Python < 3.12) makes it slow.
+        "DispatchKey.AutogradCPU": (lambda: DispatchKey.AutogradCPU, 20_000),
     }
     ns = best_ns(timed)
     pairs = {
@@ -124,6 +126,11 @@ def call_rows() -> dict[str, tuple[float, str]]:
             "boxed(x, y), fallback redispatches",
             "wrapper(x, y)",
             "<= 3x",
+        ),
+        "  of which DispatchKey.AutogradCPU": (
+            "DispatchKey.AutogradCPU",
+            "wrapper(x, y)",
+            "slow through EnumType.__getattr__ before Python 3.12",
         ),
     }
     return {

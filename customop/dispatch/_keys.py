@@ -29,6 +29,10 @@ __all__ = [
 ]
 
 
+# NOTE: on Python 3.10 and 3.11, `DispatchKey.CPU` costs ~90 ns (a plain class attribute
+# ~15): EnumType defines __getattr__, so CPython reads class attributes through its slow
+# slot hook, and no metaclass can opt out (the hook stays while any class in the
+# metaclass's MRO defines __getattr__). Python 3.12 removed it; hot code reads keys once.
 class DispatchKey(Enum):
     """A dispatch key. Members are in priority order, lowest first; ``value`` is the priority.
 
@@ -143,8 +147,6 @@ _BY_NAME: Final[dict[str, DispatchKey]] = {key.name: key for key in DispatchKey}
 NUM_RUNTIME_KEYS: Final = DispatchKey.CompositeExplicitAutograd.value  # the first alias key
 FULL_BITS: Final = (1 << NUM_RUNTIME_KEYS) - 1
 RUNTIME_KEYS: Final = tuple(key for key in DispatchKey if key.value < NUM_RUNTIME_KEYS)
-# The keys below each runtime key: a boxed kernel's redispatch reads this per call.
-_BELOW_BITS: Final[dict[DispatchKey, int]] = {key: (1 << key.value) - 1 for key in RUNTIME_KEYS}
 
 
 def _bits(keys: Iterable[DispatchKey]) -> int:
@@ -275,13 +277,16 @@ class DispatchKeySet:
 
         Returns:
             The keys of this set below ``key``.
+
+        Raises:
+            DispatchKeyError: ``key`` is not a runtime dispatch key.
         """
-        mask = _BELOW_BITS.get(key)
-        if mask is None:
-            mask = below(key)._bits  # raises for anything but a runtime key
-        # Boxed fallbacks call this on every call: the interned set, without a call.
-        found = _INTERNED.get(self._bits & mask)
-        return found if found is not None else keyset_from_bits(self._bits & mask)
+        # Boxed fallbacks call this on every call: two dict hits, no other call.
+        try:
+            return _BELOW[key][self._bits]
+        except (KeyError, TypeError):  # not a runtime key (TypeError: not even hashable)
+            pass
+        _not_runtime(key)
 
     def __or__(self, other: DispatchKey | DispatchKeySet) -> DispatchKeySet:
         return keyset_from_bits(self._bits | _to_bits(other, "DispatchKeySet |"))
@@ -380,9 +385,35 @@ def below(key: DispatchKey) -> DispatchKeySet:
         The set of lower-priority runtime keys.
     """
     if not isinstance(key, DispatchKey) or key.is_alias:
-        raise DispatchKeyError(
-            f"below: {key!r} is not a runtime dispatch key. Only runtime keys have a "
-            "place in the priority order. Pass the key your kernel runs on, such as "
-            "DispatchKey.AutogradCPU."
-        )
+        _not_runtime(key)
     return keyset_from_bits((1 << key.value) - 1)
+
+
+def _not_runtime(key: object) -> NoReturn:
+    raise DispatchKeyError(
+        f"below: {key!r} is not a runtime dispatch key. Only runtime keys have a "
+        "place in the priority order. Pass the key your kernel runs on, such as "
+        "DispatchKey.AutogradCPU."
+    )
+
+
+@final
+class _BelowOf(dict[int, DispatchKeySet]):
+    """The sets below one runtime key, by the bits of the set they are taken from;
+    filled on first use (few distinct sets occur), up to the interning cap."""
+
+    __slots__ = ("mask",)
+
+    def __init__(self, key: DispatchKey) -> None:
+        super().__init__()
+        self.mask = (1 << key.value) - 1
+
+    def __missing__(self, bits: int) -> DispatchKeySet:
+        keyset = keyset_from_bits(bits & self.mask)
+        if len(self) < _INTERN_CAP:
+            self[bits] = keyset
+        return keyset
+
+
+#: What `DispatchKeySet.below` reads: ``_BELOW[key][bits]``.
+_BELOW: Final[dict[DispatchKey, _BelowOf]] = {key: _BelowOf(key) for key in RUNTIME_KEYS}

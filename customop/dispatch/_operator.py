@@ -74,7 +74,9 @@ class OperatorHandle:
         fn, boxed = table[bits.bit_length() - 1]
         if boxed:
             return fn(self, keyset_from_bits(bits), *args, **kwargs)
-        return fn(*args, **kwargs)
+        # NOTE: `f(*args, **kwargs)` copies kwargs into a new dict even when it is
+        # empty; most calls pass none, and `f(*args)` skips the copy.
+        return fn(*args, **kwargs) if kwargs else fn(*args)
 
     def redispatch(self, keyset: DispatchKeySet, /, *args: Any, **kwargs: Any) -> Any:
         """Run the kernel for ``keyset`` (minus fallthrough keys), skipping key extraction.
@@ -96,7 +98,7 @@ class OperatorHandle:
         fn, boxed = table[bits.bit_length() - 1]
         if boxed:
             return fn(self, keyset_from_bits(bits), *args, **kwargs)
-        return fn(*args, **kwargs)
+        return fn(*args, **kwargs) if kwargs else fn(*args)  # see __call__
 
     def dispatch_keyset(self, *args: Any, **kwargs: Any) -> DispatchKeySet:
         """The keys a call with these arguments dispatches on; the highest one runs.

@@ -7,7 +7,16 @@ from typing import Any
 import numpy as np
 import pytest
 
-from customop.dispatch import Dispatcher, DispatchKey, DispatchKeySet, OperatorHandle, exclude_keys
+from customop.dispatch import (
+    Dispatcher,
+    DispatchKey,
+    DispatchKeySet,
+    OperatorHandle,
+    exclude_keys,
+    fallthrough,
+    include_keys,
+)
+from customop.exceptions import KernelOverrideWarning, MissingKernelError
 from tests.dispatch.conftest import Doubles
 from tests.dispatch.doubles import CudaArray, FakeArray, MetaArray
 
@@ -138,6 +147,42 @@ def test_redispatch_applies_the_fallthrough_mask(dispatcher: Dispatcher) -> None
     op = _op(dispatcher, "t::neg(Tensor x) -> Tensor")
     dispatcher.register_impl("t::neg", "CPU", lambda x: "cpu")
     assert op.redispatch(_keys(K.CPU, K.AutogradCPU), np.ones(1)) == "cpu"
+
+
+def test_redispatch_passes_positional_and_keyword_arguments(dispatcher: Dispatcher) -> None:
+    op = _op(dispatcher, "t::scale(Tensor x, *, float alpha=1.0) -> Tensor")
+    dispatcher.register_impl("t::scale", "CPU", lambda *args, **kwargs: (len(args), kwargs))
+    x = np.ones(1)
+    assert op.redispatch(CPU, x) == (1, {})
+    assert op.redispatch(CPU, x, alpha=2.0) == (1, {"alpha": 2.0})
+    assert op(x, alpha=3.0) == (1, {"alpha": 3.0})
+
+
+def test_redispatch_runs_the_kernel_registered_since_the_last_call() -> None:
+    """A fallback that redispatches never runs a kernel that a registration replaced."""
+    dispatcher = Dispatcher(autograd_fallthrough=False)
+    op = _op(dispatcher, "t::neg(Tensor x) -> Tensor")
+
+    def fallback(handle: OperatorHandle, keyset: DispatchKeySet, *args: Any, **kwargs: Any) -> Any:
+        return handle.redispatch(keyset.below(K.AutogradCPU), *args, **kwargs)
+
+    dispatcher.register_fallback(K.AutogradCPU, fallback)
+    first = dispatcher.register_impl("t::neg", "CPU", lambda x: "first")
+    x = np.ones(1)
+    assert [op(x), op(x)] == ["first", "first"]
+    with pytest.warns(KernelOverrideWarning):
+        second = dispatcher.register_impl("t::neg", "CPU", lambda x: "second")
+    assert [op(x), op.redispatch(_keys(K.CPU, K.AutogradCPU), x)] == ["second", "second"]
+    second.remove()
+    assert op(x) == "first"
+    with dispatcher.register_impl("t::neg", "AutogradCPU", lambda x: "autograd"):
+        assert op(x) == "autograd"  # the op's own kernel beats the fallback
+    with dispatcher.register_impl("t::neg", "Fake", lambda x: "fake"), include_keys(K.Fake):
+        assert op(x) == "fake"  # Fake is below AutogradCPU, above CPU
+    first.remove()
+    dispatcher.register_impl("t::neg", "CPU", fallthrough)
+    with pytest.raises(MissingKernelError):
+        op(x)  # CPU falls through now: no key is left below AutogradCPU
 
 
 def test_missing_kernel_message(dispatcher: Dispatcher, doubles: Doubles) -> None:

@@ -5,8 +5,11 @@ from __future__ import annotations
 import pickle
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from customop.dispatch import DispatchKey, DispatchKeySet, below
+from customop.dispatch._keys import FULL_BITS, RUNTIME_KEYS
 from customop.exceptions import DispatchKeyError
 
 K = DispatchKey
@@ -135,6 +138,33 @@ def test_below_refuses_alias_keys() -> None:
         "place in the priority order. Pass the key your kernel runs on, such as "
         "DispatchKey.AutogradCPU."
     )
+
+
+@given(bits=st.integers(0, FULL_BITS), key=st.sampled_from(RUNTIME_KEYS))
+def test_keyset_below_keeps_the_lower_keys(bits: int, key: DispatchKey) -> None:
+    keys = DispatchKeySet.from_bits(bits)
+    lower = keys.below(key)
+    assert list(lower) == [k for k in keys if k.value < key.value]
+    assert lower == keys & below(key)
+    assert keys.below(key) is lower  # one object per answer: boxed kernels ask per call
+
+
+@pytest.mark.parametrize(
+    "key",
+    [K.Autograd, K.CompositeImplicitAutograd, "AutogradCPU", K.AutogradCPU.value, None, [K.CPU]],
+    ids=["alias", "composite-alias", "name", "value", "none", "unhashable"],
+)
+def test_keyset_below_refuses_what_is_not_a_runtime_key(key: object) -> None:
+    keys = DispatchKeySet(K.CPU, K.AutogradCPU)
+    for _ in range(2):  # a refusal is not remembered as an answer
+        with pytest.raises(DispatchKeyError) as caught:
+            keys.below(key)  # type: ignore[arg-type]
+        assert str(caught.value) == (
+            f"below: {key!r} is not a runtime dispatch key. Only runtime keys have a place in "
+            "the priority order. Pass the key your kernel runs on, such as "
+            "DispatchKey.AutogradCPU."
+        )
+        assert caught.value.__context__ is None
 
 
 def test_sets_are_immutable_hashable_and_picklable() -> None:

@@ -3,7 +3,7 @@ local-key blocks that leave call caches alone, bound overloads made without clas
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pytest
@@ -108,3 +108,32 @@ def test_binding_makes_no_class_until_the_overload_is_called(
     x = np.ones(1)
     assert overload(x) is x and overload(x) is x
     assert type(overload) is not OpOverload and isinstance(overload, OpOverload)
+
+
+def test_cached_boxed_fallback_sees_registrations_made_since() -> None:
+    """The fast path caches the fallback with its key set; a registration empties
+    that cache, so the redispatch reaches the kernel registered since."""
+    dispatcher = Dispatcher(autograd_fallthrough=False)
+    op = customop.custom_op(
+        "hot::box",
+        lambda x: "first",
+        mutates_args=(),
+        schema="(Tensor x) -> Tensor",
+        dispatcher=dispatcher,
+    )
+    seen: list[str] = []
+
+    def fallback(handle: Any, keyset: Any, *args: Any, **kwargs: Any) -> Any:
+        seen.append(keyset.highest().name)
+        return handle.redispatch(keyset.below(DispatchKey.AutogradCPU), *args, **kwargs)
+
+    dispatcher.register_fallback(DispatchKey.AutogradCPU, fallback)
+    x = np.ones(1)
+    assert [op(x), op(x), op(x)] == ["first"] * 3
+    site = op.op._site
+    assert site is not None and site.cache[-1].func is fallback  # the fast path's entry
+    second = op.register_kernel("cpu", lambda x: "second")
+    assert [op(x), op(x)] == ["second"] * 2
+    customop.handle_of(second).remove()
+    assert op(x) == "first"
+    assert seen == ["AutogradCPU"] * 6
