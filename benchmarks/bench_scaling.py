@@ -42,10 +42,15 @@ def wrapper(*args: Any, **kwargs: Any) -> Any:
     return kernel(*args, **kwargs)
 
 
-def best_ns(fn: Any, rounds: int = 25) -> float:
-    """Best of ``rounds`` rounds of ~10 ms each, in ns per call."""
-    number = max(1, int(0.01 / timeit.timeit(fn, number=3) * 3))
-    return min(timeit.repeat(fn, number=number, repeat=rounds)) / number * 1e9
+def best_pair_ns(call: Any, floor: Any, rounds: int = 25) -> tuple[float, float]:
+    """Best ns per call of ``call`` and of ``floor``, timed in alternating ~10 ms
+    rounds, so that the machine's drifting speed hits both alike."""
+    numbers = [max(1, int(0.01 / timeit.timeit(fn, number=3) * 3)) for fn in (call, floor)]
+    best = [float("inf"), float("inf")]
+    for _ in range(rounds):
+        for i, (fn, number) in enumerate(zip((call, floor), numbers, strict=True)):
+            best[i] = min(best[i], timeit.timeit(fn, number=number) / number * 1e9)
+    return best[0], best[1]
 
 
 def define_others(start: int, stop: int) -> list[Any]:
@@ -64,14 +69,15 @@ def inline_rows() -> list[tuple[int, float, float]]:
     def f(x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return x
 
+    # Warm-up: the first half second of timing in a fresh process reads ~15% slow.
+    best_pair_ns(lambda: customop.ops.scale.f(x, x), lambda: wrapper(x, x), rounds=40)
     rows = []
     defined = 0
     others: list[Any] = []
     for count in OTHER_OPS:
         others += define_others(defined, count)
         defined = count
-        call = best_ns(lambda: customop.ops.scale.f(x, x))
-        floor = best_ns(lambda: wrapper(x, x))
+        call, floor = best_pair_ns(lambda: customop.ops.scale.f(x, x), lambda: wrapper(x, x))
         rows.append((count, call, floor))
     for op in others:
         remove(op)
