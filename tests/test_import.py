@@ -1,8 +1,9 @@
 """``import customop`` leaves what most programs never use unbuilt (issue #12).
 
-The pydantic views of the dispatcher, the JSON models of traced graphs and the
-schema parser's regexes cost a visible share of the import; they are built on
-first use, and that first use gives the same objects as an eager import did.
+The pydantic views of the dispatcher, the JSON models of traced graphs, the
+schema parser's regexes and schema inference cost a visible share of the
+import; they are built on first use, and that first use gives the same objects
+as an eager import did.
 """
 
 from __future__ import annotations
@@ -20,7 +21,15 @@ print(sorted(m for m in sys.modules if m in {modules!r}))
 print(_fastpath._compiled, _default_parser._compiled)
 """
 
-_LAZY = ("customop.dispatch._inspect", "customop.dispatch._models", "customop.trace._models")
+_LAZY = (
+    "customop.dispatch._inspect",
+    "customop.dispatch._models",
+    "customop.schema._infer",
+    "customop.schema._infer_signature",
+    "customop.schema._infer_walk",
+    "customop.trace._models",
+    "pydantic.functional_serializers",
+)
 
 
 def test_import_customop_builds_no_view_model_or_parser_regex() -> None:
@@ -47,7 +56,38 @@ def test_lazy_names_are_the_models_themselves(package: str, name: str) -> None:
     assert name in module.__all__
 
 
-@pytest.mark.parametrize("package", ["customop.dispatch", "customop.trace"])
+@pytest.mark.parametrize(
+    ("package", "name"),
+    [
+        ("customop", "infer_schema"),
+        ("customop.schema", "InferredSchema"),
+        ("customop.schema", "MutatesArgs"),
+        ("customop.schema", "infer_schema"),
+        ("customop.schema", "infer_schema_details"),
+        ("customop.schema", "register_annotation"),
+    ],
+    ids=lambda value: str(value),
+)
+def test_lazy_inference_names_are_the_functions_themselves(package: str, name: str) -> None:
+    inference = importlib.import_module("customop.schema._infer")
+    assert getattr(importlib.import_module(package), name) is getattr(inference, name)
+
+
+_ANNOTATIONS = """
+import customop
+from customop.schema._infer_table import lookup_annotation
+print([lookup_annotation(c) for c in (customop.Tensor, customop.Device, customop.dtype)])
+"""
+
+
+def test_the_tensor_layer_maps_its_annotations_without_loading_inference() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _ANNOTATIONS], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "['Tensor', 'Device', 'ScalarType']"
+
+
+@pytest.mark.parametrize("package", ["customop", "customop.dispatch", "customop.schema", "customop.trace"])
 def test_unknown_names_still_raise_attribute_error(package: str) -> None:
     with pytest.raises(AttributeError, match="has no attribute 'NoSuchName'"):
         getattr(importlib.import_module(package), "NoSuchName")  # noqa: B009 -- the name is the point

@@ -33,7 +33,6 @@ from customop.schema import (
     Choices,
     FunctionSchema,
     MutatesArgs,
-    infer_schema_details,
     parse_operator_name,
     parse_schema,
 )
@@ -326,6 +325,9 @@ def _schema_of(
         schema = _explicit_schema(options, options.schema_text)
         check_mutates_against(schema, options)
         return schema, {}
+    # Inference loads on the first @custom_op, not at `import customop` (issue #12).
+    from customop.schema import infer_schema_details  # noqa: PLC0415 - see above
+
     try:
         details = infer_schema_details(fn, mutates_args=options.mutates_args, op_name=options.name)
     except SchemaError as error:  # name the op being defined, not only the function

@@ -287,7 +287,14 @@ def lookup_annotation(annotation: object) -> str | None:
 
 
 def add_annotation(annotation: object, schema_type: str) -> Callable[[], None]:
-    """Map ``annotation`` to ``schema_type``; return a function that removes the mapping."""
+    """Map ``annotation`` to ``schema_type``; return a function that removes the mapping.
+
+    The tensor layer maps its classes with this at import, not with the public
+    ``register_annotation``, which would load the whole of inference into
+    ``import customop`` (issue #12). The two differ only in what the public one
+    adds for users: its check against generic forms and clearing inference's
+    memo, neither of which can matter for a class defined during the import.
+    """
     if schema_type not in RULES:
         raise RegistrationError(
             f"register_annotation: schema type {schema_type!r} for {annotation!r} is not one "
