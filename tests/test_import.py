@@ -87,7 +87,9 @@ def test_the_tensor_layer_maps_its_annotations_without_loading_inference() -> No
     assert done.stdout.strip() == "['Tensor', 'Device', 'ScalarType']"
 
 
-@pytest.mark.parametrize("package", ["customop", "customop.dispatch", "customop.schema", "customop.trace"])
+@pytest.mark.parametrize(
+    "package", ["customop", "customop.dispatch", "customop.schema", "customop.trace"]
+)
 def test_unknown_names_still_raise_attribute_error(package: str) -> None:
     with pytest.raises(AttributeError, match="has no attribute 'NoSuchName'"):
         getattr(importlib.import_module(package), "NoSuchName")  # noqa: B009 -- the name is the point

@@ -116,7 +116,8 @@ class _JsonTagged:
         self, source: Any, handler: GetCoreSchemaHandler
     ) -> CoreSchema:
         schema = handler(source)
-        schema["serialization"] = core_schema.plain_serializer_function_ser_schema(
+        # Every core schema takes "serialization"; pydantic's PlainSerializer sets it so too.
+        schema["serialization"] = core_schema.plain_serializer_function_ser_schema(  # type: ignore[index]
             _encode, return_schema=core_schema.any_schema(), when_used="json"
         )
         return schema

@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeAlias, final
 
-from customop.schema._infer_table import add_annotation
 from customop.schema._defaults import SCALAR_TYPE_CODES
+from customop.schema._infer_table import add_annotation
 
 __all__ = [
     "DTYPES",
