@@ -24,10 +24,12 @@ print(_fastpath._compiled, _default_parser._compiled)
 _LAZY = (
     "customop.dispatch._inspect",
     "customop.dispatch._models",
+    "customop.library._options",
     "customop.schema._infer",
     "customop.schema._infer_signature",
     "customop.schema._infer_walk",
     "customop.trace._models",
+    "difflib",
     "pydantic.functional_serializers",
 )
 
