@@ -16,9 +16,9 @@ import pytest
 
 _CHECK = """
 import sys, customop
-from customop.schema import _default_parser, _fastpath
+from customop.schema import _default_parser, _fastpath, _lexer, _parser
 print(sorted(m for m in sys.modules if m in {modules!r}))
-print(_fastpath._compiled, _default_parser._compiled)
+print(_fastpath._compiled, _default_parser._compiled, _lexer._compiled, _parser._compiled)
 """
 
 _LAZY = (
@@ -37,7 +37,7 @@ _LAZY = (
 def test_import_customop_builds_no_view_model_or_parser_regex() -> None:
     code = _CHECK.format(modules=set(_LAZY))
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.split("\n")[:2] == ["[]", "False False"]
+    assert done.stdout.split("\n")[:2] == ["[]", "False False False False"]
 
 
 @pytest.mark.parametrize(
