@@ -27,6 +27,7 @@ _LAZY = (
     "customop.library._options",
     "customop.schema._infer",
     "customop.schema._infer_signature",
+    "customop.schema._infer_table",
     "customop.schema._infer_walk",
     "customop.trace._models",
     "difflib",
@@ -62,6 +63,7 @@ def test_lazy_names_are_the_models_themselves(package: str, name: str) -> None:
     ("package", "name"),
     [
         ("customop", "infer_schema"),
+        ("customop.schema", "Choices"),
         ("customop.schema", "InferredSchema"),
         ("customop.schema", "MutatesArgs"),
         ("customop.schema", "infer_schema"),
@@ -80,6 +82,15 @@ import customop
 from customop.schema._infer_table import lookup_annotation
 print([lookup_annotation(c) for c in (customop.Tensor, customop.Device, customop.dtype)])
 """
+# A class added after inference has loaded goes into its table directly.
+_LATE = """
+import customop
+from customop.schema._builtin_annotations import BUILT_IN, add_built_in
+from customop.schema._infer_table import lookup_annotation
+class Grid: ...
+add_built_in(Grid, "Tensor")
+print(Grid in BUILT_IN, lookup_annotation(Grid))
+"""
 
 
 def test_the_tensor_layer_maps_its_annotations_without_loading_inference() -> None:
@@ -87,6 +98,11 @@ def test_the_tensor_layer_maps_its_annotations_without_loading_inference() -> No
         [sys.executable, "-c", _ANNOTATIONS], capture_output=True, text=True, check=True
     )
     assert done.stdout.strip() == "['Tensor', 'Device', 'ScalarType']"
+
+
+def test_a_class_added_after_inference_loaded_goes_into_its_table() -> None:
+    done = subprocess.run([sys.executable, "-c", _LATE], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False Tensor"
 
 
 @pytest.mark.parametrize(

@@ -29,7 +29,6 @@ from customop.library._overload import OpOverload, bind_overload
 from customop.library._registered import remember_handle
 from customop.library._spellings import TagsLike, read_tags
 from customop.schema import (
-    Choices,
     FunctionSchema,
     MutatesArgs,
     parse_operator_name,
@@ -38,6 +37,7 @@ from customop.schema import (
 
 if TYPE_CHECKING:
     from customop.library._options import CustomOpOptions
+    from customop.schema import Choices
 
 __all__ = ["CustomOpDef", "custom_op", "live_definition"]
 

@@ -2,9 +2,8 @@
 
 from typing import TYPE_CHECKING, Any
 
+from customop.schema._builtin_annotations import Device
 from customop.schema._defaults import Default
-from customop.schema._infer_table import Choices
-from customop.schema._infer_table import Device
 from customop.schema._model import Argument
 from customop.schema._model import FunctionSchema
 from customop.schema._model import OperatorName
@@ -32,6 +31,7 @@ if TYPE_CHECKING:
     from customop.schema._infer import infer_schema
     from customop.schema._infer import infer_schema_details
     from customop.schema._infer import register_annotation
+    from customop.schema._infer_table import Choices
 
 __all__ = [
     "AliasInfo",
@@ -65,13 +65,13 @@ __all__ = [
 ]
 
 
-# Inference (`customop.schema._infer` and the signature and annotation walkers
-# under it) loads on first use: a few milliseconds of `import customop` that a
-# program pays only when it infers a schema (issue #12). The upper layers'
-# annotation classes go into the table at import without it (see
-# `customop.schema._infer_table.add_annotation`).
+# Inference (`customop.schema._infer`, its tables and the signature and
+# annotation walkers under it) loads on first use: a few milliseconds of
+# `import customop` that a program pays only when it infers a schema (issue
+# #12). The upper layers' annotation classes wait in
+# `customop.schema._builtin_annotations` until then.
 _INFERENCE = frozenset(
-    {"InferredSchema", "infer_schema", "infer_schema_details", "register_annotation"}
+    {"Choices", "InferredSchema", "infer_schema", "infer_schema_details", "register_annotation"}
 )
 
 

@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeAlias, final
 
+from customop.schema._builtin_annotations import add_built_in
 from customop.schema._defaults import SCALAR_TYPE_CODES
-from customop.schema._infer_table import add_annotation
 
 __all__ = [
     "DTYPES",
@@ -324,4 +324,4 @@ def _raise_unknown(api: str, value: object) -> NoReturn:
 
 
 # `kind: customop.dtype = customop.int64` infers as `ScalarType kind=int64`.
-add_annotation(dtype, "ScalarType")
+add_built_in(dtype, "ScalarType")
