@@ -29,7 +29,10 @@ _LAZY = (
     "customop.schema._infer_signature",
     "customop.schema._infer_table",
     "customop.schema._infer_walk",
+    "customop.trace._lint",
     "customop.trace._models",
+    "customop.trace._pictures",
+    "customop.trace._printer",
     "difflib",
     "pydantic.functional_serializers",
 )
