@@ -45,6 +45,15 @@ def close_matches(word: str, choices: Iterable[str], n: int = 3, cutoff: float =
 
     difflib is imported on the first call: only error messages need it, and
     importing it is a millisecond of ``import customop`` (issue #12).
+
+    Args:
+        word: what the user wrote.
+        choices: the valid spellings.
+        n: at most this many matches.
+        cutoff: how close a match must be, from 0 to 1.
+
+    Returns:
+        The closest choices, best first.
     """
     import difflib  # noqa: PLC0415 - loaded on first use, see above
 
