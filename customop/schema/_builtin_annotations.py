@@ -19,7 +19,7 @@ Device.__doc__ = """A device name, such as ``"cpu"`` or ``"cuda:0"``, that infer
 ``Device`` is a ``NewType`` of ``str`` for annotations that hold device text:
 write ``device: Device = "cpu"``. The parsed device class is
 ``customop.tensor.Device`` (``.type``, ``.index``), which the tensor layer
-registers with ``register_annotation``; both infer as ``Device``.
+maps too; both infer as ``Device``.
 """
 Device.__module__ = "customop.schema"
 
