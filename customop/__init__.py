@@ -4,6 +4,8 @@ The public surface is exactly ``__all__``; everything else lives in private
 modules. The guides are in the ``docs/`` folder.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from customop.autograd import gradcheck
 from customop.dispatch import DispatchKey
 from customop.dispatch import DispatchKeySet
@@ -52,7 +54,6 @@ from customop.library import register_fake
 from customop.library import register_kernel
 from customop.schema import FunctionSchema
 from customop.schema import MutatesArgs
-from customop.schema import infer_schema
 from customop.schema import parse_operator_name
 from customop.schema import parse_schema
 from customop.tensor import Device
@@ -87,6 +88,9 @@ from customop.trace import trace
 
 # The Dask backend registers itself by name in customop.dispatcher (dask stays unimported).
 import customop.dask as _dask  # noqa: F401
+
+if TYPE_CHECKING:
+    from customop.schema import infer_schema
 
 __version__ = "0.1.0"
 
@@ -172,3 +176,13 @@ __all__ = [  # noqa: RUF022 -- plain sorted() order, which tests/test_public_api
     "uint64",
     "uint8",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # `infer_schema` loads schema inference on first use (see customop/schema/__init__.py).
+    if name != "infer_schema":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from customop.schema import infer_schema  # noqa: PLC0415 - loaded on first use
+
+    globals()[name] = infer_schema
+    return infer_schema

@@ -11,12 +11,12 @@ last; they never run, and stand for their ``expansion`` (a set of runtime keys).
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Iterator
 from enum import Enum
 from typing import Any, Final, NoReturn, final
 
 from customop.exceptions import DispatchKeyError
+from customop.schema._clip import close_matches
 
 __all__ = [
     "FULL_BITS",
@@ -174,7 +174,7 @@ def raise_unknown_key(api: str, name: object, known: Iterable[str]) -> NoReturn:
     names = list(known)
     # 'cpu' (a device type) is the commonest slip: match case-insensitively first.
     close = [n for n in names if n.lower() == str(name).lower()]
-    close = close or difflib.get_close_matches(str(name), names, n=1)
+    close = close or close_matches(str(name), names, n=1)
     hint = f"Did you mean {close[0]!r}? " if close else ""
     raise DispatchKeyError(
         f"{api}: dispatch key {name!r} is unknown. Kernels, fallbacks and key sets "

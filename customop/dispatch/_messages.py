@@ -6,13 +6,13 @@ Builders return the exception; callers raise it, so tracebacks end at the caller
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from customop.dispatch._kernel import DEFAULT_SOURCE, KernelRecord
 from customop.dispatch._keys import DispatchKey, DispatchKeySet
 from customop.exceptions import MissingKernelError, RegistrationError, UnknownOperatorError
+from customop.schema._clip import close_matches
 
 if TYPE_CHECKING:
     from customop.dispatch._dispatcher import Dispatcher
@@ -46,7 +46,7 @@ def unknown_operator_error(
         what = f"operator {op!r} has impls ({'; '.join(impls)}) but no def"
     else:
         what = f"operator {op!r} is not defined"
-    close = difflib.get_close_matches(op, list(known), n=3)
+    close = close_matches(op, list(known), n=3)
     hint = f" Did you mean {', '.join(repr(name) for name in close)}?" if close else ""
     return UnknownOperatorError(
         f"{api}: {what}. Only operators with a registered def have a schema. "

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias, final, runtime_checkable
 
 from customop.dispatch._keys import DispatchKey
@@ -52,14 +51,26 @@ class OperatorListener(Protocol):
 
 
 @final
-@dataclass(slots=True, eq=False)
 class Registration:
     """A def, library, listener, rename or array type; ``alive`` turns off on removal."""
 
-    source: str
-    debug: str = ""
-    value: object = None
-    alive: bool = True
+    # Written out rather than a slotted dataclass, whose class is built twice and
+    # whose methods are generated with exec: most of this module's import (issue #12).
+    __slots__ = ("alive", "debug", "source", "value")
+
+    def __init__(
+        self, source: str, debug: str = "", value: object = None, alive: bool = True
+    ) -> None:
+        self.source = source
+        self.debug = debug
+        self.value = value
+        self.alive = alive
+
+    def __repr__(self) -> str:
+        return (
+            f"Registration(source={self.source!r}, debug={self.debug!r}, "
+            f"value={self.value!r}, alive={self.alive!r})"
+        )
 
     @property
     def where(self) -> str:

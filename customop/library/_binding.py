@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import difflib
 import inspect
 from typing import Any, Final, NoReturn, final
 
 from customop.schema import FunctionSchema
+from customop.schema._clip import close_matches
 
 __all__ = ["MISSING", "binding_error", "python_signature"]
 
@@ -69,7 +69,7 @@ def binding_error(
 
 def _unknown_keyword(schema: FunctionSchema, keyword: str, api: str) -> NoReturn:
     names = [arg.name for arg in schema.arguments]
-    close = difflib.get_close_matches(keyword, names, n=1, cutoff=0.6)
+    close = close_matches(keyword, names, n=1, cutoff=0.6)
     fix = (
         f"Did you mean {close[0]!r}?"
         if close

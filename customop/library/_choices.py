@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from customop.library._checks import Check
-from customop.schema import Choices, FunctionSchema, ListType, OptionalType, SchemaType
+from customop.schema import FunctionSchema, ListType, OptionalType, SchemaType
+
+if TYPE_CHECKING:
+    from customop.schema import Choices
 
 __all__ = ["choice_checks", "enum_kernel"]
 

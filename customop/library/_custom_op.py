@@ -10,7 +10,7 @@ would check the undecorated function.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Generic, ParamSpec, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, overload
 
 from customop.dispatch import Dispatcher, DispatchKey, OperatorHandle, RegistrationHandle
 from customop.dispatch._global import dispatcher as default_dispatcher
@@ -25,20 +25,21 @@ from customop.library._choices import choice_checks, enum_kernel
 from customop.library._hooks import device_keys, register_fake_on, register_kernel_on
 from customop.library._library import Library
 from customop.library._lifetime import live_definition, record_definition, remove_definition
-from customop.library._options import CustomOpOptions, check_mutates_against, make_options
 from customop.library._overload import OpOverload, bind_overload
 from customop.library._registered import remember_handle
 from customop.library._spellings import TagsLike, read_tags
 from customop.schema import (
-    Choices,
     FunctionSchema,
     MutatesArgs,
-    infer_schema_details,
     parse_operator_name,
     parse_schema,
 )
 
-__all__ = ["CustomOpDef", "CustomOpOptions", "custom_op", "live_definition"]
+if TYPE_CHECKING:
+    from customop.library._options import CustomOpOptions
+    from customop.schema import Choices
+
+__all__ = ["CustomOpDef", "custom_op", "live_definition"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -324,8 +325,13 @@ def _schema_of(
 ) -> tuple[FunctionSchema, dict[str, Choices]]:
     if options.schema_text is not None:
         schema = _explicit_schema(options, options.schema_text)
+        from customop.library._options import check_mutates_against  # noqa: PLC0415 - as make_options
+
         check_mutates_against(schema, options)
         return schema, {}
+    # Inference loads on the first @custom_op, not at `import customop` (issue #12).
+    from customop.schema import infer_schema_details  # noqa: PLC0415 - see above
+
     try:
         details = infer_schema_details(fn, mutates_args=options.mutates_args, op_name=options.name)
     except SchemaError as error:  # name the op being defined, not only the function
@@ -448,6 +454,9 @@ def custom_op(
         >>> scale(np.arange(3.0))
         array([0., 2., 4.])
     """
+    # The options model is built at the first @custom_op, not at `import customop` (issue #12).
+    from customop.library._options import make_options  # noqa: PLC0415 - see above
+
     # NOTE: decorator-or-call, as in torch: `custom_op(name, fn, ...)` defines
     # now; `@custom_op(name, ...)` returns the decorator. The @overload pair
     # above gives mypy the right type for each form.

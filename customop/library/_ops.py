@@ -13,7 +13,6 @@ never sees the middle of a write (a @custom_op redefinition is one write).
 
 from __future__ import annotations
 
-import difflib
 import keyword
 import weakref
 from typing import Any, Final
@@ -26,6 +25,7 @@ from customop.library._lifetime import forget_code
 from customop.library._overload import OpOverload, bind_overload
 from customop.library._resolve import choose_overload
 from customop.schema import FunctionSchema, OperatorName
+from customop.schema._clip import close_matches
 
 __all__ = ["OpNamespace", "OpOverloadPacket", "Ops", "ops"]
 
@@ -45,7 +45,7 @@ def unmangle(name: str) -> str:
 
 
 def _close(name: str, choices: list[str]) -> str:
-    close = difflib.get_close_matches(name, choices, n=3, cutoff=0.6)
+    close = close_matches(name, choices, n=3, cutoff=0.6)
     return f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
 
 

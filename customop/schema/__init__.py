@@ -1,18 +1,15 @@
 """Operator schemas: the model, the parser and printer, and type-hint inference."""
 
+from typing import TYPE_CHECKING, Any
+
+from customop.schema._builtin_annotations import Device
 from customop.schema._defaults import Default
-from customop.schema._infer import InferredSchema
-from customop.schema._infer import MutatesArgs
-from customop.schema._infer import infer_schema
-from customop.schema._infer import infer_schema_details
-from customop.schema._infer import register_annotation
-from customop.schema._infer_table import Choices
-from customop.schema._infer_table import Device
 from customop.schema._model import Argument
 from customop.schema._model import FunctionSchema
 from customop.schema._model import OperatorName
 from customop.schema._model import Return
 from customop.schema._model import TensorKind
+from customop.schema._mutates import MutatesArgs
 from customop.schema._parser import parse_operator_name
 from customop.schema._parser import parse_schema
 from customop.schema._parser import parse_schema_or_name
@@ -28,6 +25,13 @@ from customop.schema._types import SchemaType
 from customop.schema._types import TupleType
 from customop.schema._types import UnionType
 from customop.schema._types import VarType
+
+if TYPE_CHECKING:
+    from customop.schema._infer import InferredSchema
+    from customop.schema._infer import infer_schema
+    from customop.schema._infer import infer_schema_details
+    from customop.schema._infer import register_annotation
+    from customop.schema._infer_table import Choices
 
 __all__ = [
     "AliasInfo",
@@ -59,3 +63,23 @@ __all__ = [
     "parse_schema_or_name",
     "register_annotation",
 ]
+
+
+# Inference (`customop.schema._infer`, its tables and the signature and
+# annotation walkers under it) loads on first use: a few milliseconds of
+# `import customop` that a program pays only when it infers a schema (issue
+# #12). The upper layers' annotation classes wait in
+# `customop.schema._builtin_annotations` until then.
+_INFERENCE = frozenset(
+    {"Choices", "InferredSchema", "infer_schema", "infer_schema_details", "register_annotation"}
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _INFERENCE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from customop.schema import _infer  # noqa: PLC0415 - loaded on first use, see above
+
+    value = getattr(_infer, name)
+    globals()[name] = value
+    return value

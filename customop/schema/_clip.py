@@ -8,9 +8,10 @@ saying how much was cut.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Final
 
-__all__ = ["LIMIT", "clip", "clip_repr"]
+__all__ = ["LIMIT", "clip", "clip_repr", "close_matches"]
 
 #: How many characters of user input a message quotes at most.
 LIMIT: Final = 200
@@ -37,3 +38,23 @@ def clip_repr(value: Any, limit: int = LIMIT) -> str:
     except ValueError:  # an integer past Python's 4,300-digit limit, inside a container
         return f"<{type(value).__name__} holding a huge integer>"
     return clip(text, limit)
+
+
+def close_matches(word: str, choices: Iterable[str], n: int = 3, cutoff: float = 0.6) -> list[str]:
+    """``difflib.get_close_matches``: the ``choices`` closest to ``word``, for "did you mean".
+
+    difflib is imported on the first call: only error messages need it, and
+    importing it is a millisecond of ``import customop`` (issue #12).
+
+    Args:
+        word: what the user wrote.
+        choices: the valid spellings.
+        n: at most this many matches.
+        cutoff: how close a match must be, from 0 to 1.
+
+    Returns:
+        The closest choices, best first.
+    """
+    import difflib  # noqa: PLC0415 - loaded on first use, see above
+
+    return difflib.get_close_matches(word, list(choices), n=n, cutoff=cutoff)

@@ -9,14 +9,19 @@ Equality looks at the value only: ``eps=1e-05`` equals ``eps=1.0000000000000001e
 from __future__ import annotations
 
 import math
-from typing import Any, Final
+from typing import TYPE_CHECKING, Annotated, Any, Final
 
-from pydantic import field_serializer, field_validator, model_validator
+from pydantic import field_validator, model_validator
+from pydantic_core import core_schema
 
 from customop.exceptions import SchemaError
 from customop.schema._base import Frozen
 from customop.schema._clip import clip_repr
 from customop.schema._types import BaseType, ListType, OptionalType, SchemaType
+
+if TYPE_CHECKING:
+    from pydantic import GetCoreSchemaHandler
+    from pydantic_core import CoreSchema
 
 __all__ = [
     "ENUM_DEFAULTS",
@@ -99,10 +104,29 @@ def _value_key(value: Any) -> Any:
     return type(value), value
 
 
+class _JsonTagged:
+    """Marks a field whose JSON form goes through `_encode` (pydantic's ``PlainSerializer``).
+
+    ``field_serializer`` would do the same, but importing it loads
+    ``pydantic.functional_serializers``, a few milliseconds of ``import customop``
+    (issue #12); the core schema it would build is set here directly.
+    """
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> CoreSchema:
+        schema = handler(source)
+        # Every core schema takes "serialization"; pydantic's PlainSerializer sets it so too.
+        schema["serialization"] = core_schema.plain_serializer_function_ser_schema(  # type: ignore[index]
+            _encode, return_schema=core_schema.any_schema(), when_used="json"
+        )
+        return schema
+
+
 class Default(Frozen):
     """A default value and the spelling it was written with."""
 
-    value: DefaultValue
+    value: Annotated[DefaultValue, _JsonTagged()]
     spelling: str = ""
 
     @field_validator("value", mode="before")
@@ -121,10 +145,6 @@ class Default(Frozen):
                     "which cannot hold one. Use a valid Unicode string."
                 )
         return value
-
-    @field_serializer("value", when_used="json")
-    def _encode(self, value: Any) -> Any:
-        return _encode(value)
 
     @model_validator(mode="after")
     def _fill_spelling(self) -> Default:

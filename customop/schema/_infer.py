@@ -12,7 +12,6 @@ The schema is built as a model directly, never as text to parse again.
 from __future__ import annotations
 
 import collections.abc
-import enum
 import inspect
 import types
 import typing
@@ -43,6 +42,7 @@ from customop.schema._infer_walk import (
     walk,
 )
 from customop.schema._model import Argument, FunctionSchema, OperatorName, Return
+from customop.schema._mutates import MutatesArgs
 from customop.schema._parser import parse_operator_name
 from customop.schema._types import TupleType, is_identifier
 
@@ -53,16 +53,6 @@ __all__ = [
     "infer_schema_details",
     "register_annotation",
 ]
-
-
-class MutatesArgs(enum.Enum):
-    """Values of ``mutates_args`` that are not a collection of parameter names."""
-
-    #: The function may mutate any of its tensor arguments. As torch does for
-    #: its "unknown", every argument that carries tensors (Tensor, Tensor?,
-    #: Tensor[], Tensor?[], Tensor[]?) gets its own write alias ``Tensor(a<i>!)``,
-    #: ``i`` being its position; other arguments stay as they are.
-    UNKNOWN = "unknown"
 
 
 @final

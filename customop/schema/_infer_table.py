@@ -8,9 +8,11 @@ Two tables, both plain data:
   ``SUPPORTED_PARAM_TYPES`` with its list/optional flags written out as forms,
   plus the forms customop adds (``Tensor[]?``, ``str[]``, ``SymInt[][]``).
 * the annotation registry: Python class (or ``NewType``) -> base type name.
-  ``int``, ``float``, ``bool``, ``str`` and `Device` are built in; upper layers
-  add theirs with ``register_annotation`` (the tensor layer registers
-  ``customop.Tensor``). numpy's and torch's classes (``_LAZY``) join on the
+  It starts from `customop.schema._builtin_annotations` (``int``, ``float``,
+  ``bool``, ``str``, `Device`, and the tensor layer's ``customop.Tensor``,
+  ``Device`` and ``dtype``); users add theirs with ``register_annotation``.
+  This module loads on the first inference, not at ``import customop``
+  (issue #12). numpy's and torch's classes (``_LAZY``) join on the
   first lookup that misses while that package is imported: an annotation that
   names them means it is. This module imports neither, which keeps numpy off
   ``import customop``'s clock and torch out of the process.
@@ -27,10 +29,11 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType, ModuleType
-from typing import Final, NewType, final
+from typing import Final, final
 
 from customop.exceptions import RegistrationError
 from customop.schema._base import build
+from customop.schema._builtin_annotations import BUILT_IN, Device
 from customop.schema._defaults import SCALAR_TYPE_CODES, Default, format_value
 
 __all__ = [
@@ -42,16 +45,6 @@ __all__ = [
     "add_annotation",
     "lookup_annotation",
 ]
-
-Device = NewType("Device", str)
-Device.__doc__ = """A device name, such as ``"cpu"`` or ``"cuda:0"``, that infers as ``Device``.
-
-``Device`` is a ``NewType`` of ``str`` for annotations that hold device text:
-write ``device: Device = "cpu"``. The parsed device class is
-``customop.tensor.Device`` (``.type``, ``.index``), which the tensor layer
-registers with ``register_annotation``; both infer as ``Device``.
-"""
-Device.__module__ = "customop.schema"
 
 
 @final
@@ -223,14 +216,6 @@ UNIONS: Final[Mapping[frozenset[object], str]] = MappingProxyType(
     {frozenset({int, float, bool}): "Scalar"}
 )
 
-_BUILT_IN: Final[dict[object, str]] = {
-    int: "SymInt",
-    float: "float",
-    bool: "bool",
-    str: "str",
-    Device: "Device",
-}
-
 #: Classes of packages this module does not import, by package: attribute -> base type.
 _LAZY: Final[Mapping[str, Mapping[str, str]]] = MappingProxyType(
     {
@@ -241,7 +226,7 @@ _LAZY: Final[Mapping[str, Mapping[str, str]]] = MappingProxyType(
 
 # Copy-on-write: writers replace the dict under the lock, readers never lock.
 _lock = threading.Lock()
-_table: dict[object, str] = dict(_BUILT_IN)
+_table: dict[object, str] = dict(BUILT_IN)  # with the upper layers' classes
 _loaded: set[str] = set()  # packages of _LAZY whose classes are in the table
 
 

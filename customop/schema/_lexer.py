@@ -20,13 +20,26 @@ from customop.schema._clip import LIMIT, clip_repr
 
 __all__ = ["MAX_DEPTH", "Cursor", "describe_at"]
 
-_WS = re.compile(r"(?:\s+|#[^\n]*)*")
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-# Text with a '#' outside string literals: a comment, which may have hidden the rest of a line.
-_COMMENT = re.compile(r"""(?:[^#"']|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')*#""")
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d[\w.]*|\.\.\.|->|=>|::|\S")
+# NOTE: the patterns are compiled by the first `Cursor` (or `describe_at`), not
+# at import, as those of `customop.schema._fastpath`: compiling them is a share
+# of `import customop` (issue #12), and many programs never parse a schema.
+_WS: re.Pattern[str]
+_IDENT: re.Pattern[str]
+_COMMENT: re.Pattern[str]  # text with a '#' outside string literals: a comment
+_WORD: re.Pattern[str]
+_SURROGATE: re.Pattern[str]
+_compiled = False
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+
+def _compile() -> None:
+    global _WS, _IDENT, _COMMENT, _WORD, _SURROGATE, _compiled  # noqa: PLW0603 -- see the NOTE
+    _WS = re.compile(r"(?:\s+|#[^\n]*)*")
+    _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+    _COMMENT = re.compile(r"""(?:[^#"']|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')*#""")
+    _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d[\w.]*|\.\.\.|->|=>|::|\S")
+    _SURROGATE = re.compile("[\ud800-\udfff]")
+    _compiled = True  # last: another thread may be reading the flag
+
 
 #: How deeply types may nest (``Tensor[][]...``, ``((...))``) before the parser gives up.
 MAX_DEPTH = 64
@@ -34,6 +47,8 @@ MAX_DEPTH = 64
 
 def describe_at(text: str, pos: int) -> str:
     """What a reader sees at ``pos``: a quoted word (clipped), or "end of text"."""
+    if not _compiled:
+        _compile()
     blank = _WS.match(text, pos)
     match = _WORD.match(text, pos if blank is None else blank.end())
     return "end of text" if match is None else clip_repr(match.group(), 40)
@@ -66,6 +81,8 @@ class Cursor:
     __slots__ = ("api", "depth", "pos", "text")
 
     def __init__(self, text: str, api: str, pos: int = 0) -> None:
+        if not _compiled:
+            _compile()
         self.text = text
         self.api = api
         self.pos = pos

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Final
 
 from customop.schema._base import build
 from customop.schema._default_parser import parse_default
@@ -33,8 +32,25 @@ from customop.schema._type_parser import parse_type
 
 __all__ = ["parse_operator_name", "parse_schema", "parse_schema_or_name"]
 
-_IDENT = re.compile(r"[A-Za-z_]\w*", re.ASCII)
-_TYPE_AFTER_COLON = re.compile(r"\s*([A-Za-z_]\w*)", re.ASCII)
+# NOTE: the patterns compile on the first parse, as the lexer's (see its NOTE).
+_IDENT: re.Pattern[str]
+_TYPE_AFTER_COLON: re.Pattern[str]
+# The common spellings, 'ns::name' and 'ns::name.overload', without the cursor
+# machinery (a third of the cost); anything else, errors included, is parsed.
+_PLAIN_NAME: re.Pattern[str]
+_compiled = False
+
+
+def _compile() -> None:
+    global _IDENT, _TYPE_AFTER_COLON, _PLAIN_NAME, _compiled  # noqa: PLW0603 -- see the NOTE
+    _IDENT = re.compile(r"[A-Za-z_]\w*", re.ASCII)
+    _TYPE_AFTER_COLON = re.compile(r"\s*([A-Za-z_]\w*)", re.ASCII)
+    _PLAIN_NAME = re.compile(
+        r"([A-Za-z_][A-Za-z0-9_]*)::([A-Za-z_][A-Za-z0-9_]*)(?:\.([A-Za-z_][A-Za-z0-9_]*))?"
+    )
+    _compiled = True  # last: another thread may be reading the flag
+
+
 _ARROW_TYPOS = frozenset({"'=>'", "':'", "'-'", "'>'", "'='", "'→'"})
 _STRICT_ONLY = "(or pass strict=False to read it as torch does)"
 
@@ -255,6 +271,8 @@ def _schema_after_name(cur: Cursor, name: OperatorName | None, strict: bool) -> 
 
 def _parse_general(text: str, strict: bool, api: str) -> FunctionSchema | OperatorName:
     """The general parser alone (the fast path's tests compare against it)."""
+    if not _compiled:
+        _compile()
     cur = Cursor(text, api)
     if cur.at_end():
         cur.fail("empty schema text", "Write a schema like 'mylib::my_op(Tensor x) -> Tensor'.")
@@ -354,15 +372,10 @@ def parse_operator_name(text: str) -> OperatorName:
     return _parse_operator_name(text)
 
 
-# The common spellings, 'ns::name' and 'ns::name.overload', without the cursor
-# machinery (a third of the cost); anything else, errors included, is parsed.
-_PLAIN_NAME: Final = re.compile(
-    r"([A-Za-z_][A-Za-z0-9_]*)::([A-Za-z_][A-Za-z0-9_]*)(?:\.([A-Za-z_][A-Za-z0-9_]*))?"
-)
-
-
 @functools.lru_cache(maxsize=4096)
 def _parse_operator_name(text: str) -> OperatorName:
+    if not _compiled:
+        _compile()
     plain = _PLAIN_NAME.fullmatch(text)
     if plain is not None:
         namespace, base, overload = plain.groups("")

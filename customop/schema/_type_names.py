@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import difflib
+from customop.schema._clip import close_matches
 
 __all__ = [
     "BASE_TYPE_NAMES",
@@ -35,7 +35,7 @@ def is_identifier(text: str) -> bool:
 
 def suggest_type_name(name: str) -> str | None:
     """The known type name closest to ``name``, for "did you mean" help."""
-    close = difflib.get_close_matches(name, sorted(BASE_TYPE_NAMES), n=1, cutoff=0.6)
+    close = close_matches(name, sorted(BASE_TYPE_NAMES), n=1, cutoff=0.6)
     if not close:
         close = [n for n in BASE_TYPE_NAMES if n.lower() == name.lower()]
     return close[0] if close else None
@@ -79,7 +79,7 @@ def type_name_problem(name: str) -> str | None:
     if name.lower() in _BY_LOWER:
         return f"Type names are case-sensitive. Write {_BY_LOWER[name.lower()]!r}."
     if name[0].islower():
-        close = difflib.get_close_matches(name, _LOWER_TYPE_NAMES, n=1, cutoff=0.75)
+        close = close_matches(name, _LOWER_TYPE_NAMES, n=1, cutoff=0.75)
         return f"Did you mean {close[0]!r}?" if close else None
     meant = suggest_type_name(name)
     return f"Did you mean {meant!r}?" if meant else _KNOWN_TYPES

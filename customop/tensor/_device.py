@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any, Final, NoReturn, Protocol, TypeAlias, final
 
-from customop.schema import register_annotation
+from customop.schema._builtin_annotations import add_built_in
 
 __all__ = ["Device", "DeviceLike", "HasDeviceType", "to_device"]
 
@@ -147,4 +147,4 @@ def _raise_bad_text(text: str) -> NoReturn:
 
 # `device: customop.Device` infers as the schema type Device (next to the schema
 # layer's str-based `customop.schema.Device`, which stays for string annotations).
-register_annotation(Device, "Device")
+add_built_in(Device, "Device")

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeAlias, final
 
-from customop.schema import register_annotation
+from customop.schema._builtin_annotations import add_built_in
 from customop.schema._defaults import SCALAR_TYPE_CODES
 
 __all__ = [
@@ -324,4 +324,4 @@ def _raise_unknown(api: str, value: object) -> NoReturn:
 
 
 # `kind: customop.dtype = customop.int64` infers as `ScalarType kind=int64`.
-register_annotation(dtype, "ScalarType")
+add_built_in(dtype, "ScalarType")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
-from customop.schema import register_annotation
+from customop.schema._builtin_annotations import add_built_in
 
 __all__ = ["Tensor"]
 
@@ -33,4 +33,4 @@ class Tensor(Protocol):
 
 # `x: customop.Tensor` infers as the schema type Tensor. The schema layer cannot
 # import this (upper) layer, so the mapping is registered here, at import.
-register_annotation(Tensor, "Tensor")
+add_built_in(Tensor, "Tensor")

@@ -7,11 +7,11 @@ tree, under ``ValueError``); it lives here until that module is extended, and
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 from typing import NoReturn
 
 from customop.exceptions import UnknownOperatorError
+from customop.schema._clip import close_matches
 
 __all__ = ["GraphError", "fail", "unknown_ops_error"]
 
@@ -41,7 +41,7 @@ def unknown_ops_error(
     for op, node in missing.items():
         # A shared "namespace::" prefix makes any two ops of a namespace look alike at
         # difflib's default cutoff (0.6); 0.8 keeps typos and drops mere neighbours.
-        close = difflib.get_close_matches(op, choices, n=3, cutoff=0.8)
+        close = close_matches(op, choices, n=3, cutoff=0.8)
         hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
         parts.append(f"{op!r} (node {node!r}){hint}")
     what = "operator " if len(parts) == 1 else "operators "

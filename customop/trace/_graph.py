@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeAlias, final
 
 from customop.dispatch import Dispatcher, OperatorHandle
 from customop.library import CustomOpDef, OpOverload
-from customop.trace import _lint, _pictures, _printer, _run
+from customop.trace import _run
 from customop.trace._assume import parse_condition
 from customop.trace._errors import fail
 from customop.trace._meta import Meta, MetaLike, TensorMeta
@@ -23,7 +23,9 @@ from customop.trace._node import RESERVED_NAMES, Node, NodeKind, NodeRef
 from customop.trace._values import INLINE_TYPES, Constant, constant_of
 
 # NOTE: `_serialize` and its pydantic models are imported where they are used:
-# building those model classes is a tenth of `import customop` (issue #12).
+# building those model classes is a tenth of `import customop` (issue #12). So
+# are the checker and the printers (`_lint`, `_printer`, `_pictures`), which
+# only a graph's user asks for: three modules fewer for `import customop`.
 if TYPE_CHECKING:
     from customop.trace._models import GraphModel
 
@@ -248,7 +250,9 @@ class Graph:
         """Check the graph's invariants: references point backwards to nodes of this
         graph, users and inputs agree, names are unique, one output comes last.
         Raises `GraphError` listing every problem."""
-        _lint.lint(self)
+        from customop.trace._lint import lint  # noqa: PLC0415 - see the NOTE at the top
+
+        lint(self)
 
     # -- printing, running, saving, drawing ------------------------------------------
 
@@ -258,10 +262,12 @@ class Graph:
         Returns:
             The code, one line per node, each call commented with its result's metadata.
         """
-        return _printer.graph_code(self)
+        from customop.trace._printer import graph_code  # noqa: PLC0415 - see the NOTE at the top
+
+        return graph_code(self)
 
     def __str__(self) -> str:
-        return _printer.graph_code(self)
+        return self.code()
 
     def __repr__(self) -> str:
         calls = sum(1 for n in self._nodes if n.kind is NodeKind.CALL)
@@ -360,7 +366,9 @@ class Graph:
         Returns:
             The diagram's text, for a ``mermaid`` block or https://mermaid.live.
         """
-        return _pictures.mermaid(self)
+        from customop.trace._pictures import mermaid  # noqa: PLC0415 - see the NOTE at the top
+
+        return mermaid(self)
 
     def to_dot(self) -> str:
         """Graphviz DOT text of the same picture as `to_mermaid`.
@@ -368,7 +376,9 @@ class Graph:
         Returns:
             The DOT text, for ``dot -Tsvg``.
         """
-        return _pictures.dot(self)
+        from customop.trace._pictures import dot  # noqa: PLC0415 - see the NOTE at the top
+
+        return dot(self)
 
 
 def _op_entry(op: object) -> tuple[str, OperatorHandle, str]:
