@@ -315,45 +315,50 @@ def torch_first_call_us(count: int = 30) -> float | None:
 # -- import ------------------------------------------------------------------------
 
 
-#: What ``import customop`` cannot go below: the schema classes are pydantic models (DESIGN §2).
 FIRST_OP = """\
 import customop
 @customop.custom_op("importbench::f", mutates_args=())
 def f(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return x
 f(np.zeros(2), np.zeros(2))"""
+#: What ``import customop`` cannot go below: the schema classes are pydantic models (DESIGN §2).
 PYDANTIC_FLOOR = (
     "from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator"
 )
+#: name -> (untimed setup, timed code); numpy is loaded before the first-op run.
+IMPORTS = {
+    "customop": ("", "import customop"),
+    "pydantic": ("", PYDANTIC_FLOOR),
+    "first op": ("import numpy as np", FIRST_OP),
+}
 
 
-def import_ms(runs: int = 7, code: str = "import customop", setup: str = "") -> float:
-    """Best warm run of ``code`` in a fresh interpreter (after ``setup``, untimed)."""
+def _run_ms(setup: str, code: str) -> float:
+    # Warm: bytecode cached (this sandbox sets PYTHONDONTWRITEBYTECODE, which
+    # would make every run compile customop from source).
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    timer = "import time; s = time.perf_counter()"
+    script = f"{setup}\n{timer}\n{code}\nprint(time.perf_counter() - s)"
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, env=env
+    )
+    return float(out.stdout) * 1e3
 
-    def best(code: str) -> float:
-        # Warm: bytecode cached (this sandbox sets PYTHONDONTWRITEBYTECODE, which
-        # would make every run compile customop from source).
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
-        times = []
-        for _ in range(runs):
-            out = subprocess.run(
-                [
-                    sys.executable,
-                    "-c",
-                    f"{setup}\nimport time; s = time.perf_counter()\n{code}\n"
-                    "print(time.perf_counter() - s)",
-                ],
-                capture_output=True,
-                text=True,
-                check=True,
-                env=env,
-            )
-            times.append(float(out.stdout) * 1e3)
-        return min(times)
 
-    best(code)  # writes the bytecode cache
-    return best(code)
+def import_ms(runs: int = 11) -> dict[str, float]:
+    """Best warm run of each of `IMPORTS` in a fresh interpreter, in ms.
+
+    The runs alternate between the entries, so that the machine's drifting
+    speed hits all of them alike (a fresh interpreter's import swings 40%).
+    """
+    for setup, code in IMPORTS.values():
+        _run_ms(setup, code)  # writes the bytecode caches
+    best = dict.fromkeys(IMPORTS, float("inf"))
+    for _ in range(runs):
+        for name, (setup, code) in IMPORTS.items():
+            best[name] = min(best[name], _run_ms(setup, code))
+    return best
 
 
 def main() -> None:
@@ -364,10 +369,9 @@ def main() -> None:
     torch_fake = torch_fake_ns()
     first = first_call_us()
     torch_first = torch_first_call_us()
-    imported = import_ms()
-    floor = import_ms(code=PYDANTIC_FLOOR)
-    # What import defers (inference, options, the first parse) is paid here.
-    with_op = import_ms(code=FIRST_OP, setup="import numpy as np")
+    imports = import_ms()
+    # What import defers (inference, options, the first parse) is paid in "first op".
+    imported, floor, with_op = imports["customop"], imports["pydantic"], imports["first op"]
     print(f"{'path':<40} {'ratio':>7}   detail")
     for name, (ratio, detail) in {**rows, **blocks}.items():
         print(f"{name:<40} {ratio:>6.2f}x   {detail}")
