@@ -63,7 +63,9 @@ class CustomOpDef(Generic[P, R]):
         handle: OperatorHandle,
         source: str,
     ) -> None:
-        self.options = options
+        # The name, not the options model: a kept model is three more objects per op
+        # (itself, its __dict__, its field set) for every full gc collection to visit.
+        self._name = options.name
         self._fn = fn
         self._schema = schema
         self._library = library
@@ -97,7 +99,7 @@ class CustomOpDef(Generic[P, R]):
     @property
     def name(self) -> str:
         """The operator's qualified name, ``"ns::name"``."""
-        return self.options.name
+        return self._name
 
     @property
     def schema(self) -> FunctionSchema:
