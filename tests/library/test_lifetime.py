@@ -176,6 +176,9 @@ def test_a_registered_op_keeps_few_gc_tracked_objects(dispatcher: Dispatcher) ->
     kept += [define(i) for i in range(10, 210)]
     gc.collect()
     per_op = (len(gc.get_objects()) - before) / 200
-    assert per_op <= 21, f"{per_op:.1f} gc-tracked objects per op"
+    # Before 3.11 every instance __dict__ is a gc-tracked dict of its own (3.11 keeps
+    # attribute values in the object until a dict is asked for): two more per op.
+    limit = 21 if sys.version_info >= (3, 11) else 23
+    assert per_op <= limit, f"{per_op:.1f} gc-tracked objects per op"
     for op in kept:
         op.remove()
