@@ -6,6 +6,7 @@ modules. The guides are in the ``docs/`` folder.
 
 from typing import TYPE_CHECKING, Any
 
+from customop.schema._lazy import load_lazily
 from customop.autograd import gradcheck
 from customop.dispatch import DispatchKey
 from customop.dispatch import DispatchKeySet
@@ -180,9 +181,4 @@ __all__ = [  # noqa: RUF022 -- plain sorted() order, which tests/test_public_api
 
 def __getattr__(name: str) -> Any:
     # `infer_schema` loads schema inference on first use (see customop/schema/__init__.py).
-    if name != "infer_schema":
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from customop.schema import infer_schema  # noqa: PLC0415 - loaded on first use
-
-    globals()[name] = infer_schema
-    return infer_schema
+    return load_lazily(__name__, name, frozenset({"infer_schema"}), "customop.schema")

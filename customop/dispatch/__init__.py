@@ -7,6 +7,7 @@ registration lifecycle.
 
 from typing import TYPE_CHECKING, Any
 
+from customop.schema._lazy import load_lazily
 from customop.dispatch._dispatcher import Dispatcher
 from customop.dispatch._dispatcher import LibraryKind
 from customop.dispatch._handles import RegistrationHandle
@@ -87,10 +88,4 @@ _VIEWS = frozenset(
 
 
 def __getattr__(name: str) -> Any:
-    if name not in _VIEWS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from customop.dispatch import _models  # noqa: PLC0415 - loaded on first use, see above
-
-    value = getattr(_models, name)
-    globals()[name] = value
-    return value
+    return load_lazily(__name__, name, _VIEWS, "customop.dispatch._models")

@@ -2,6 +2,7 @@
 
 from typing import TYPE_CHECKING, Any
 
+from customop.schema._lazy import load_lazily
 from customop.schema._builtin_annotations import Device
 from customop.schema._defaults import Default
 from customop.schema._model import Argument
@@ -76,10 +77,4 @@ _INFERENCE = frozenset(
 
 
 def __getattr__(name: str) -> Any:
-    if name not in _INFERENCE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from customop.schema import _infer  # noqa: PLC0415 - loaded on first use, see above
-
-    value = getattr(_infer, name)
-    globals()[name] = value
-    return value
+    return load_lazily(__name__, name, _INFERENCE, "customop.schema._infer")

@@ -6,6 +6,7 @@ value carries `TensorMeta` (shape, dtype, device). See ``docs/tracing.md``.
 
 from typing import TYPE_CHECKING, Any
 
+from customop.schema._lazy import load_lazily
 from customop.trace._errors import GraphError
 from customop.trace._graph import Graph
 from customop.trace._graph import OpLike
@@ -53,10 +54,4 @@ _MODELS = frozenset({"ArgModel", "GraphModel", "NodeModel", "TensorMetaModel"})
 
 
 def __getattr__(name: str) -> Any:
-    if name not in _MODELS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from customop.trace import _models  # noqa: PLC0415 - loaded on first use, see above
-
-    value = getattr(_models, name)
-    globals()[name] = value
-    return value
+    return load_lazily(__name__, name, _MODELS, "customop.trace._models")
