@@ -28,11 +28,11 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import time
-import timeit
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from _timing import Timed, best_ns
 
 import customop
 from customop import Dispatcher
@@ -41,18 +41,6 @@ from customop.library import Ops
 ROUNDS = 60
 # A registration round is a few ms; more of them span the machine's slow spells.
 REGISTRATION_ROUNDS = 100
-Timed = dict[str, tuple[Callable[[], object], int]]  # name -> (call, calls per round)
-
-
-def best_ns(timed: Timed) -> dict[str, float]:
-    """ns per call of each entry: its best round, minus the timing lambda's own cost."""
-    best = dict.fromkeys([*timed, "empty"], float("inf"))
-    entries = {**timed, "empty": ((lambda: None), 20_000)}
-    for _ in range(ROUNDS):
-        for name, (fn, number) in entries.items():
-            best[name] = min(best[name], timeit.timeit(fn, number=number) / number * 1e9)
-    empty = best.pop("empty")
-    return {name: value - empty for name, value in best.items()}
 
 
 def kernel(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -181,7 +169,7 @@ def main() -> None:
     warm_up(customop_registrations(Dispatcher()))
     alone = best_us(customop_registrations(Dispatcher()))
     timed = {**customop_calls(Dispatcher()), **torch_calls()}
-    ns = best_ns(timed)
+    ns = best_ns(timed, ROUNDS)
     floor = ns["wrapper w(*a, **k) (the floor)"]
     print(f"{'call':<52} {'ns':>8} {'x wrapper':>10}")
     for name, value in ns.items():

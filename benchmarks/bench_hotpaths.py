@@ -35,27 +35,15 @@ import subprocess
 import sys
 import time
 import timeit
-from collections.abc import Callable
 from typing import Any, Literal
 
 import numpy as np
+from _timing import Timed, best_ns
 
 import customop
 from customop import Dispatcher, DispatchKey
 
 ROUNDS = 25
-Timed = dict[str, tuple[Callable[[], object], int]]  # name -> (call, calls per round)
-
-
-def best_ns(timed: Timed, rounds: int = ROUNDS) -> dict[str, float]:
-    """ns per call of each entry: its best round, minus the timing lambda's own cost."""
-    best = dict.fromkeys([*timed, "empty"], float("inf"))
-    entries = {**timed, "empty": ((lambda: None), 20_000)}
-    for _ in range(rounds):
-        for name, (fn, number) in entries.items():
-            best[name] = min(best[name], timeit.timeit(fn, number=number) / number * 1e9)
-    empty = best.pop("empty")
-    return {name: value - empty for name, value in best.items()}
 
 
 def kernel(*args: Any, **kwargs: Any) -> Any:
@@ -115,7 +103,7 @@ def call_rows() -> dict[str, tuple[float, str]]:
         # Part of the fallback above: Enum's metaclass __getattr__ (Python < 3.12) makes it slow.
         "DispatchKey.AutogradCPU": (lambda: DispatchKey.AutogradCPU, 20_000),
     }
-    ns = best_ns(timed)
+    ns = best_ns(timed, ROUNDS)
     pairs = {
         "ops.ns.name(x, y) inline": ("customop.ops.hot.inline(x, y)", "wrapper(x, y)", "<= 2x"),
         "Literal parameter": ("literal(x, 'sum')", "wrapper(x, 'sum')", "<= 2x"),
@@ -217,7 +205,8 @@ def block_rows() -> dict[str, tuple[float, str]]:
             "block": (step_block, 2_000),
             "graph.run": (lambda: graph.run(x), 1_000),
             "block + graph.run": (run_both, 1_000),
-        }
+        },
+        ROUNDS,
     )
     disturbed = best[True] / best[False]
     rerun = (ns["block + graph.run"] - ns["block"]) / ns["graph.run"]

@@ -37,31 +37,19 @@ import os
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # see bench_dispatch.py
 
-import timeit
 from collections.abc import Callable
 from typing import Any
 
 import torch
+from _timing import Timed, best_ns
 
 import customop
 import customop.torch
 
 ROUNDS = 40
-Timed = dict[str, tuple[Callable[[], object], int]]
 FLOOR = "wrapper w(*a, **k) (the floor)"
 FLOOR14 = "14 args: wrapper w(*a, **k)"
 CLONE = "x.clone() alone (taken off custom_op rows)"
-
-
-def best_ns(timed: Timed) -> dict[str, float]:
-    """ns per call of each entry: its best round, minus the timing lambda's own cost."""
-    best = dict.fromkeys([*timed, "empty"], float("inf"))
-    entries = {**timed, "empty": ((lambda: None), 20_000)}
-    for _ in range(ROUNDS):
-        for name, (fn, number) in entries.items():
-            best[name] = min(best[name], timeit.timeit(fn, number=number) / number * 1e9)
-    empty = best.pop("empty")
-    return {name: value - empty for name, value in best.items()}
 
 
 def kernel(x: Any, y: Any) -> Any:
@@ -196,7 +184,7 @@ def grad_calls() -> Timed:
 
 def main() -> None:
     timed = {**two_arg_calls(), **fourteen_arg_calls(), **grad_calls()}
-    ns = best_ns(timed)
+    ns = best_ns(timed, ROUNDS)
     for name in ("torch.library.custom_op  f(x, y)", "14 args: torch.library.custom_op"):
         ns[name] -= ns[CLONE]
     floor, floor14 = ns[FLOOR], ns[FLOOR14]
@@ -291,7 +279,7 @@ def breakdown() -> None:
     namespace["_co_route"], namespace["_co_op"] = slow
     timed: Timed = {name: (lambda p=p: p(t, t), 20_000) for name, p in probes.items()}
     timed[FLOOR] = (lambda: wrapper(t, t), 20_000)
-    ns = best_ns(timed)
+    ns = best_ns(timed, ROUNDS)
     full = ns[AS_GENERATED]
     print(f"{'the two-argument fast path':<52} {'ns':>9} {'x wrapper':>10}")
     for name in (FLOOR, AS_GENERATED, NO_CHECKS):
