@@ -57,12 +57,12 @@ def _render(names: list[str], shape: Shape, function: str) -> str:
     call = f"return _co_c[{len(names) + 1}]({', '.join(call_args)})"
     first = len(names) + 2  # the entry's item types of the first list
     lists = [(first + j, names[i]) for j, i in enumerate(shape.lists)]
-    body = []
-    for entry in _ENTRIES:
-        body.append(f"    _co_c = {entry}\n")
-        body.append(f"    if {' and '.join(_scalar_tests(names, shape))}:\n")
-        body.extend(_list_checks(lists, call))
-    return head + "".join(body) + slow
+    # The same checks for each entry: only the global read into `_co_c` differs.
+    checks = f"    if {' and '.join(_scalar_tests(names, shape))}:\n" + "".join(
+        _list_checks(lists, call)
+    )
+    body = "".join(f"    _co_c = {entry}\n{checks}" for entry in _ENTRIES)
+    return head + body + slow
 
 
 def _scalar_tests(names: list[str], shape: Shape) -> list[str]:
