@@ -8,7 +8,7 @@ from typing import Any, Final, NoReturn, final
 from customop.schema import FunctionSchema
 from customop.schema._clip import close_matches
 
-__all__ = ["MISSING", "binding_error", "python_signature"]
+__all__ = ["MISSING", "binding_error", "explaining_qualname", "python_signature"]
 
 
 @final
@@ -36,6 +36,24 @@ def python_signature(schema: FunctionSchema, *, method: bool) -> inspect.Signatu
         default = inspect.Parameter.empty if arg.default is None else arg.default.value
         params.append(inspect.Parameter(arg.name, kind, default=default))
     return inspect.Signature(params)
+
+
+def explaining_qualname(schema: FunctionSchema, api: str) -> str:
+    """The ``__qualname__`` of a generated call function for ``schema``.
+
+    NOTE: generated call functions collect surplus positionals and unknown
+    keywords and default every parameter, so Python raises one binding error
+    of its own, before any of our code runs: an argument given both by
+    position and by name. CPython words it as ``f"{__qualname__}() got multiple
+    values for argument 'x'"`` (3.10-3.13), so the qualname carries the
+    explanation, at no cost per call:
+    "ns::op: pass each argument once, by position or by name (the schema is
+    ...); this call to ns::op() got multiple values for argument 'x'".
+    """
+    return (
+        f"{api}: pass each argument once, by position or by name (the schema is {schema}); "
+        f"this call to {schema.name}"
+    )
 
 
 def binding_error(

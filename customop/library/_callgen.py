@@ -36,7 +36,7 @@ from typing import Any, Final
 from customop.dispatch import DispatchKeySet, OperatorHandle, epoch
 from customop.dispatch._local import LOCAL_KEYS, local_state
 from customop.exceptions import RegistrationError
-from customop.library._binding import MISSING, binding_error
+from customop.library._binding import MISSING, binding_error, explaining_qualname
 from customop.library._calltemplate import Shape, named_code
 from customop.library._checks import (
     Check,
@@ -309,8 +309,7 @@ def compile_call(site: CallSite) -> Callable[..., Any]:
     shape = Shape(len(names), npos, site.lists, site.fast, tuple(site.values))
     named, lines = named_code(shape, names)
     filename = f"<customop generated {schema.name}>"
-    # Python's own binding errors name the op by the code's qualname (3.11+); 3.10's
-    # code objects have none, and its errors read the function's __qualname__ (set below).
+    # Profilers that show a code's qualname (3.11+) show the op's name.
     if sys.version_info >= (3, 11):
         code = named.replace(co_qualname=str(schema.name), co_filename=filename)
     else:
@@ -330,7 +329,7 @@ def compile_call(site: CallSite) -> Callable[..., Any]:
     defaults = [MISSING if a.default is None else python_default(a) for a in schema.arguments]
     fn = FunctionType(code, namespace, "__call__", tuple(defaults[:npos]) or None)
     fn.__kwdefaults__ = dict(zip(names[npos:], defaults[npos:], strict=True)) or None
-    fn.__qualname__ = str(schema.name)
+    fn.__qualname__ = explaining_qualname(schema, site.api)
     # A full entry (size, mtime None, lines, name), which checkcache keeps:
     # linecache never loads a "<...>" name lazily, so tracebacks would show no source.
     linecache.cache[filename] = (sum(map(len, lines)), None, lines, filename)

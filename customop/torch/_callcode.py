@@ -48,7 +48,7 @@ from customop.dispatch import DispatchKey, DispatchKeySet, epoch
 from customop.dispatch._keys import keyset_from_bits
 from customop.dispatch._local import DEFAULT_LOCAL, LOCAL_KEYS, local_state
 from customop.library import OpOverload
-from customop.library._binding import MISSING
+from customop.library._binding import MISSING, explaining_qualname
 from customop.library._callgen import can_generate, items_checkable, python_default
 from customop.library._checks import argument_type_error
 from customop.library._overload import bind_overload
@@ -202,6 +202,7 @@ class TorchCall:
             function.__defaults__ = tuple(defaults[: self.npos]) or None
             kw = dict(zip(self.names[self.npos :], defaults[self.npos :], strict=True))
             function.__kwdefaults__ = kw or None
+            function.__qualname__ = explaining_qualname(self.schema, self.api)
         return function
 
     def _render(self) -> str:

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from customop import Tensor, custom_op
 from customop.dispatch import Dispatcher
 from customop.library import Library, OpOverload, Ops
 
@@ -184,6 +185,50 @@ def test_unknown_keyword_after_the_fast_path_was_filled(every: OpOverload) -> No
     _call(every)
     with pytest.raises(TypeError, match="unexpected keyword argument 'extra'"):
         _call(every, extra=1)
+
+
+@pytest.mark.parametrize("filled", [False, True], ids=["cold", "cache-filled"])
+@pytest.mark.parametrize(
+    ("twice", "name"),
+    [
+        (lambda op, a: op(a, a, x=a), "x"),
+        (lambda op, a: op(a, a, 3, n=4), "n"),
+    ],
+    ids=["required", "defaulted"],
+)
+def test_an_argument_given_twice_is_explained_against_the_schema(
+    dispatcher: Dispatcher, ops: Ops, twice: Any, name: str, filled: bool
+) -> None:
+    schema = "twice::f(Tensor x, Tensor y, int n=1) -> Tensor"
+    with Library("twice", "DEF", dispatcher=dispatcher) as lib:
+        lib.define(schema.removeprefix("twice::"))
+        lib.impl("f", lambda x, y, n=1: x, "CPU")
+        a = np.ones(1)
+        for op in (ops.twice.f, ops.twice.f.default):
+            if filled:
+                op(a, a)
+            with pytest.raises(TypeError) as excinfo:
+                twice(op, a)
+            assert str(excinfo.value) == (
+                "ops.twice.f.default: pass each argument once, by position or by name "
+                f"(the schema is {schema}); this call to twice::f() got multiple values "
+                f"for argument '{name}'"
+            )
+
+
+def test_a_custom_op_explains_an_argument_given_twice(dispatcher: Dispatcher) -> None:
+    @custom_op("twice::g", mutates_args=(), dispatcher=dispatcher)
+    def g(x: Tensor, y: Tensor) -> Tensor:
+        return x
+
+    a = np.ones(1)
+    with pytest.raises(TypeError) as excinfo:
+        g(a, y=a, x=a)  # type: ignore[misc]
+    assert str(excinfo.value) == (
+        "twice::g: pass each argument once, by position or by name (the schema is "
+        "twice::g(Tensor x, Tensor y) -> Tensor); this call to twice::g() got multiple "
+        "values for argument 'x'"
+    )
 
 
 def test_fast_path_still_checks_after_caching(dispatcher: Dispatcher, ops: Ops) -> None:

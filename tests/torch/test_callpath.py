@@ -156,6 +156,24 @@ def test_wrong_arguments_get_customop_errors(counted: tuple[Any, list[int]], ns:
         op(torch.ones(1), torch.ones(1), z=1)
 
 
+@pytest.mark.parametrize("filled", [False, True], ids=["cold", "cache-filled"])
+def test_an_argument_given_twice_is_explained(
+    counted: tuple[Any, list[int]], ns: str, filled: bool
+) -> None:
+    op, calls = counted
+    x = torch.ones(1)
+    if filled:
+        op(x, x)
+    with pytest.raises(TypeError) as excinfo:
+        op(x, x, x=x)
+    assert str(excinfo.value) == (
+        f"{ns}::add: pass each argument once, by position or by name (the schema is "
+        f"{ns}::add(Tensor x, Tensor y) -> Tensor); this call to {ns}::add() got multiple "
+        "values for argument 'x'"
+    )
+    assert len(calls) == int(filled)
+
+
 def test_objects_are_safe_after_removal(ns: str, track: list[Any]) -> None:
     op = customop.custom_op(
         f"{ns}::f", lambda x: x + 1, mutates_args=(), schema="(Tensor x) -> Tensor"
