@@ -7,7 +7,7 @@ the table: no lock, no dict of kernels, no parsing. See `_entry` for why reading
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final, NoReturn, final
+from typing import TYPE_CHECKING, Any, Final, final
 
 from customop.dispatch._keys import DispatchKey, DispatchKeySet, keyset_from_bits
 from customop.dispatch._local import LOCAL_KEYS
@@ -130,11 +130,20 @@ class OperatorHandle:
         return f"<OperatorHandle {self._entry.name}{state}>"
 
 
-def missing_kernel(
-    op: OperatorHandle, keyset: DispatchKeySet, *args: Any, **kwargs: Any
-) -> NoReturn:
-    """The table's entry for keys with no kernel: raises `MissingKernelError`."""
+def missing_kernel(op: OperatorHandle, keyset: DispatchKeySet, *args: Any, **kwargs: Any) -> Any:
+    """The table's entry for keys with no kernel: raises `MissingKernelError`.
+
+    A call may read the table in the middle of a write that registers the
+    kernel (a @custom_op redefinition defines the op, then registers its
+    kernels, in one write): it waits for the registration lock, and
+    redispatches if a kernel serves ``keyset`` by then.
+    """
     entry = op._entry
+    with entry.dispatcher._lock:
+        table, mask, _ = op._state
+        served = table[(keyset._bits & mask).bit_length() - 1][0] is not missing_kernel
+    if served:
+        return op.redispatch(keyset, *args, **kwargs)
     local = _local_get()
     call_keys = keyset_from_bits((entry.extract(args, kwargs) | local.included) & local.kept)
     raise missing_kernel_error(entry.dispatcher, op, keyset, call_keys)

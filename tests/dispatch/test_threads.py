@@ -154,3 +154,52 @@ def _assert_final_registry(d: Dispatcher) -> None:
     for w in range(WRITERS):
         op, array = OPS[w % 4], np.ones(1) if w < 4 else CudaArray()
         assert d.find_schema_or_throw(op)(array) == f"w{w}-final"
+
+
+class _SignallingLock:
+    """The dispatcher's lock, which also says when another thread asks for it."""
+
+    def __init__(self, lock: Any) -> None:
+        self.lock = lock
+        self.asked = threading.Event()
+        self.owner = threading.get_ident()
+
+    def __enter__(self) -> None:
+        if threading.get_ident() != self.owner:
+            self.asked.set()
+        self.lock.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.lock.release()
+
+
+def test_a_call_that_reads_a_table_mid_write_waits_for_its_kernel(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A @custom_op redefinition defines the op, then registers its kernels, in one
+    # write. A call that read the table in between must not report a missing kernel.
+    dispatcher = Dispatcher()
+    handle = dispatcher.register_def("mid::f(Tensor x) -> Tensor")
+    op = dispatcher.find_op("mid::f")
+    assert op is not None
+    signalling = _SignallingLock(dispatcher._lock)
+    monkeypatch.setattr(dispatcher, "_lock", signalling)
+    x = np.ones(1)
+    outcome: list[Any] = []
+
+    def call() -> None:
+        try:
+            outcome.append(op(x))
+        except BaseException as error:
+            outcome.append(error)
+
+    caller = threading.Thread(target=call)
+    with signalling:  # the write: the def is visible, its kernel not yet
+        caller.start()
+        asked = signalling.asked.wait(timeout=10)
+        kernel = dispatcher.register_impl("mid::f", DispatchKey.CPU, lambda x: x)
+    caller.join(timeout=10)
+    assert asked, "the call raised without waiting for the write"
+    assert len(outcome) == 1 and outcome[0] is x
+    kernel.remove()
+    handle.remove()
