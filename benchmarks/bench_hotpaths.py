@@ -54,6 +54,56 @@ def wrapper(*args: Any, **kwargs: Any) -> Any:
     return kernel(*args, **kwargs)
 
 
+# -- floors: the least any Python implementation of a spelling costs -----------------
+#
+# NOTE: two targets sit below what their spelling costs in plain Python with no
+# customop at all, so these rows time that: the wrapper plus only the work the
+# spelling cannot skip.
+
+
+def checking_wrapper(xs: list[Any]) -> Any:
+    """The wrapper plus the one check a ``Tensor[]`` needs: every item's type."""
+    ty, expected = type, np.ndarray
+    for item in xs:
+        if ty(item) is not expected:
+            raise TypeError(item)
+    return kernel(xs)
+
+
+class _FloorKeys:
+    """A key set whose ``below`` is one dict hit (customop's does two)."""
+
+    __slots__ = ("_below",)
+
+    def __init__(self) -> None:
+        self._below: dict[Any, _FloorKeys] = {}
+
+    def below(self, key: Any) -> _FloorKeys:
+        return self._below[key]
+
+
+class _FloorOp:
+    """An op whose ``redispatch`` calls the kernel below with no lookup at all."""
+
+    def redispatch(self, keyset: Any, /, *args: Any, **kwargs: Any) -> Any:
+        return kernel(*args, **kwargs) if kwargs else kernel(*args)
+
+
+def floor_fallback() -> Any:
+    """The boxed-fallback spelling as plain functions: call -> fallback -> below ->
+    redispatch -> kernel, with customop's `DispatchKey` as the key."""
+    op, keyset = _FloorOp(), _FloorKeys()
+    keyset._below[DispatchKey.AutogradCPU] = keyset
+
+    def fallback(op: Any, keyset: Any, *args: Any, **kwargs: Any) -> Any:
+        return op.redispatch(keyset.below(DispatchKey.AutogradCPU), *args, **kwargs)
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return fallback(op, keyset, *args, **kwargs)
+
+    return call
+
+
 # -- calls against the wrapper floor ---------------------------------------------------
 
 
@@ -88,6 +138,7 @@ def call_rows() -> dict[str, tuple[float, str]]:
 
     d.register_fallback(DispatchKey.AutogradCPU, fallback)
     xs30, xs3, dims = [x] * 30, [x] * 3, [0, 1]
+    plain_fallback = floor_fallback()
     timed: Timed = {
         "wrapper(x, y)": (lambda: wrapper(x, x), 20_000),
         "customop.ops.hot.inline(x, y)": (lambda: customop.ops.hot.inline(x, x), 20_000),
@@ -100,6 +151,8 @@ def call_rows() -> dict[str, tuple[float, str]]:
         "wrapper(x, [0, 1])": (lambda: wrapper(x, dims), 20_000),
         "ints(x, [0, 1])": (lambda: ints(x, dims), 20_000),
         "boxed(x, y), fallback redispatches": (lambda: boxed(x, x), 10_000),
+        "floor: checking_wrapper(xs30)": (lambda: checking_wrapper(xs30), 5_000),
+        "floor: the fallback spelling, plain": (lambda: plain_fallback(x, x), 10_000),
         # Part of the fallback above: Enum's metaclass __getattr__ (Python < 3.12) makes it slow.
         "DispatchKey.AutogradCPU": (lambda: DispatchKey.AutogradCPU, 20_000),
     }
@@ -108,12 +161,22 @@ def call_rows() -> dict[str, tuple[float, str]]:
         "ops.ns.name(x, y) inline": ("customop.ops.hot.inline(x, y)", "wrapper(x, y)", "<= 2x"),
         "Literal parameter": ("literal(x, 'sum')", "wrapper(x, 'sum')", "<= 2x"),
         "Tensor[] of 30": ("tensors(xs30)", "wrapper(xs30)", "<= 3x"),
+        "  floor: wrapper + item type tests": (
+            "floor: checking_wrapper(xs30)",
+            "wrapper(xs30)",
+            "no customop: what any per-item check costs",
+        ),
         "Tensor[] of 3": ("tensors(xs3)", "wrapper(xs3)", "<= 2x"),
         "int[]": ("ints(x, [0, 1])", "wrapper(x, [0, 1])", "<= 2x"),
         "boxed fallback, redispatching": (
             "boxed(x, y), fallback redispatches",
             "wrapper(x, y)",
             "<= 3x",
+        ),
+        "  floor: the same calls, plain Python": (
+            "floor: the fallback spelling, plain",
+            "wrapper(x, y)",
+            "no customop: the spelling's own frames",
         ),
         "  of which DispatchKey.AutogradCPU": (
             "DispatchKey.AutogradCPU",
