@@ -51,6 +51,7 @@ FLOOR = "wrapper w(*a, **k) (the floor)"
 FLOOR14 = "14 args: wrapper w(*a, **k)"
 CLONE = "x.clone() alone (taken off custom_op rows)"
 TORCH_FLOOR = "floor: wrapper + torch's checks, no customop"
+OBJECT_FLOOR = "floor: the same checks in an object's __call__"
 
 
 def kernel(x: Any, y: Any) -> Any:
@@ -78,6 +79,24 @@ def checking_wrapper(x: Any, y: Any) -> Any:
     if _dynamo() or _htf(x) or _dstack() or ((x.requires_grad or y.requires_grad) and _grad()):
         raise AssertionError("the benchmark runs with none of these")
     return kernel(x, y)
+
+
+class CheckingOp:
+    """`checking_wrapper` as an op object's ``__call__``, the spelling the object row
+    times: Python calls an instance through its type's ``__call__`` slot (no
+    vectorcall), which costs more than calling a function."""
+
+    def __call__(self, x: Any, y: Any) -> Any:
+        if (  # the same questions as checking_wrapper's, inline: no extra frame
+            _dynamo()
+            or type(x) is not _TENSOR
+            or type(y) is not _TENSOR
+            or _htf(x)
+            or _dstack()
+            or ((x.requires_grad or y.requires_grad) and _grad())
+        ):
+            raise AssertionError("the benchmark runs with none of these")
+        return kernel(x, y)
 
 
 def cloning(x: Any, y: Any) -> Any:
@@ -136,10 +155,12 @@ def two_arg_calls() -> Timed:
     two_arg_calls.keep = lib  # type: ignore[attr-defined]  # must outlive the timing
     g = torch.ops.benchtl.g.default
     t = torch.zeros(4)
+    checking_op = CheckingOp()
     return {
         "kernel(x, y) directly": (lambda: kernel(t, t), 20_000),
         FLOOR: (lambda: wrapper(t, t), 20_000),
         TORCH_FLOOR: (lambda: checking_wrapper(t, t), 20_000),
+        OBJECT_FLOOR: (lambda: checking_op(t, t), 20_000),
         "customop op object  f(x, y)": (lambda: f(t, t), 20_000),
         "customop inline     customop.ops.benchct.f(x, y)": (lambda: ops.benchct.f(t, t), 20_000),
         "customop op inline  torch.ops.benchct.f(x, y)": (lambda: torch.ops.benchct.f(t, t), 2_000),
@@ -229,8 +250,9 @@ def main() -> None:
         f"{library / obj:.1f}x faster than a torch Library op (>= 3x)"
     )
     print(
-        f"the wrapper with torch's checks alone (no customop) is {ns[TORCH_FLOOR] / floor:.2f}x "
-        "the wrapper: the least any fast path keeping torch's semantics costs"
+        f"torch's checks alone, no customop: {ns[TORCH_FLOOR] / floor:.2f}x the wrapper in a "
+        f"function, {ns[OBJECT_FLOOR] / floor:.2f}x in an object's __call__ (the least any op "
+        "object keeping torch's semantics costs)"
     )
     print(
         f"14 args: {f14 / floor14:.2f}x the wrapper, "
