@@ -37,9 +37,22 @@ class Lookup(Backends):
     # -- lookup and inspection -----------------------------------------------------
 
     def find_op(self, name: OpLike) -> OperatorHandle | None:
-        """The handle of a defined operator, or None (also for ops with only impls)."""
-        entry = self._entries.get(op_name(name, "find_op"))
-        return entry.handle if entry is not None and entry.schema is not None else None
+        """The handle of a defined operator, or None (also for ops with only impls).
+
+        A hit reads the registry without a lock; a miss waits for a registration
+        in progress in another thread (a redefinition removes and adds the def
+        in one write), so None means "not defined", never "being redefined".
+        """
+        key = op_name(name, "find_op")
+        entry = self._entries.get(key)
+        if entry is None or entry.schema is None:
+            # A miss waits for the registration lock before it answers, so it never
+            # decides in the middle of a write (a @custom_op redefinition is one).
+            with self._lock:
+                entry = self._entries.get(key)
+                if entry is None or entry.schema is None:
+                    return None
+        return entry.handle
 
     def find_schema_or_throw(self, name: OpLike) -> OperatorHandle:
         """The handle of a defined operator; raises `UnknownOperatorError` naming close matches."""

@@ -203,3 +203,23 @@ def test_a_call_that_reads_a_table_mid_write_waits_for_its_kernel(
     assert len(outcome) == 1 and outcome[0] is x
     kernel.remove()
     handle.remove()
+
+
+def test_find_op_waits_out_a_redefinition(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A redefinition removes the def and adds the new one in one write: find_op
+    # in another thread must not answer "not defined" from its middle.
+    dispatcher = Dispatcher()
+    old = dispatcher.register_def("mid::g(Tensor x) -> Tensor")
+    signalling = _SignallingLock(dispatcher._lock)
+    monkeypatch.setattr(dispatcher, "_lock", signalling)
+    found: list[OperatorHandle | None] = []
+    finder = threading.Thread(target=lambda: found.append(dispatcher.find_op("mid::g")))
+    with signalling:  # the write
+        old.remove()
+        finder.start()
+        asked = signalling.asked.wait(timeout=10)
+        new = dispatcher.register_def("mid::g(Tensor x) -> Tensor")
+    finder.join(timeout=10)
+    assert asked, "find_op answered without waiting for the write"
+    assert len(found) == 1 and found[0] is not None and str(found[0].name) == "mid::g"
+    new.remove()
