@@ -329,7 +329,7 @@ def compile_call(site: CallSite) -> Callable[..., Any]:
     defaults = [MISSING if a.default is None else python_default(a) for a in schema.arguments]
     fn = FunctionType(code, namespace, "__call__", tuple(defaults[:npos]) or None)
     fn.__kwdefaults__ = dict(zip(names[npos:], defaults[npos:], strict=True)) or None
-    fn.__qualname__ = explaining_qualname(schema, site.api)
+    fn.__qualname__ = explaining_qualname(str(schema.name), site.api, names, npos)
     # A full entry (size, mtime None, lines, name), which checkcache keeps:
     # linecache never loads a "<...>" name lazily, so tracebacks would show no source.
     linecache.cache[filename] = (sum(map(len, lines)), None, lines, filename)

@@ -242,7 +242,7 @@ def _format_float(value: float) -> str:
     if math.isnan(value):
         return "nan"
     text = format(value, ".17g")  # C's %.17g, as torch prints doubles
-    return text if any(c in text for c in ".en") else text + "."
+    return text if "." in text or "e" in text or "n" in text else text + "."
 
 
 _ESCAPES = {
@@ -286,11 +286,11 @@ def format_default(default: Default, tp: SchemaType) -> str:
     # torch prints `int[2] stride=1` for [1, 1]: an int list of its declared size
     # with all elements equal shows one element (only for int, not SymInt).
     if (
-        isinstance(tp, ListType)
+        type(tp) is ListType  # not isinstance: a pydantic class's ABCMeta hook costs ~1 µs
         and isinstance(value, tuple)
         and len(value) > 1
         and tp.size == len(value)
-        and isinstance(tp.elem, BaseType)
+        and type(tp.elem) is BaseType
         and tp.elem.name == "int"
         and all(v == value[0] for v in value)
     ):

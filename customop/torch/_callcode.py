@@ -202,7 +202,9 @@ class TorchCall:
             function.__defaults__ = tuple(defaults[: self.npos]) or None
             kw = dict(zip(self.names[self.npos :], defaults[self.npos :], strict=True))
             function.__kwdefaults__ = kw or None
-            function.__qualname__ = explaining_qualname(self.schema, self.api)
+            function.__qualname__ = explaining_qualname(
+                str(self.schema.name), self.api, self.names, self.npos
+            )
         return function
 
     def _render(self) -> str:

@@ -192,17 +192,18 @@ def test_unknown_keyword_after_the_fast_path_was_filled(every: OpOverload) -> No
     ("twice", "name"),
     [
         (lambda op, a: op(a, a, x=a), "x"),
-        (lambda op, a: op(a, a, 3, n=4), "n"),
+        (lambda op, a: op(a, y=a, x=a), "x"),
+        (lambda op, a: op(a, a, 3, m=4), "m"),
     ],
-    ids=["required", "defaulted"],
+    ids=["required", "keywords-after-a-positional", "defaulted"],
 )
 def test_an_argument_given_twice_is_explained_against_the_schema(
     dispatcher: Dispatcher, ops: Ops, twice: Any, name: str, filled: bool
 ) -> None:
-    schema = "twice::f(Tensor x, Tensor y, int n=1) -> Tensor"
+    schema = "twice::f(Tensor x, Tensor y, int m=0, *, int n=1) -> Tensor"
     with Library("twice", "DEF", dispatcher=dispatcher) as lib:
         lib.define(schema.removeprefix("twice::"))
-        lib.impl("f", lambda x, y, n=1: x, "CPU")
+        lib.impl("f", lambda x, y, m=0, *, n=1: x, "CPU")
         a = np.ones(1)
         for op in (ops.twice.f, ops.twice.f.default):
             if filled:
@@ -211,8 +212,8 @@ def test_an_argument_given_twice_is_explained_against_the_schema(
                 twice(op, a)
             assert str(excinfo.value) == (
                 "ops.twice.f.default: pass each argument once, by position or by name "
-                f"(the schema is {schema}); this call to twice::f() got multiple values "
-                f"for argument '{name}'"
+                "(its parameters are (x, y, m, *, n)); this call to twice::f() got multiple "
+                f"values for argument '{name}'"
             )
 
 
@@ -225,9 +226,8 @@ def test_a_custom_op_explains_an_argument_given_twice(dispatcher: Dispatcher) ->
     with pytest.raises(TypeError) as excinfo:
         g(a, y=a, x=a)  # type: ignore[misc]
     assert str(excinfo.value) == (
-        "twice::g: pass each argument once, by position or by name (the schema is "
-        "twice::g(Tensor x, Tensor y) -> Tensor); this call to twice::g() got multiple "
-        "values for argument 'x'"
+        "twice::g: pass each argument once, by position or by name (its parameters are "
+        "(x, y)); this call to twice::g() got multiple values for argument 'x'"
     )
 
 

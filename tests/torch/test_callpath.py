@@ -167,9 +167,8 @@ def test_an_argument_given_twice_is_explained(
     with pytest.raises(TypeError) as excinfo:
         op(x, x, x=x)
     assert str(excinfo.value) == (
-        f"{ns}::add: pass each argument once, by position or by name (the schema is "
-        f"{ns}::add(Tensor x, Tensor y) -> Tensor); this call to {ns}::add() got multiple "
-        "values for argument 'x'"
+        f"{ns}::add: pass each argument once, by position or by name (its parameters are "
+        f"(x, y)); this call to {ns}::add() got multiple values for argument 'x'"
     )
     assert len(calls) == int(filled)
 
