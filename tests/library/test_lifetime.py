@@ -134,21 +134,27 @@ def test_lookup_racing_with_removal_raises_only_attribute_error(
 
 
 def test_redefinition_is_atomic_for_callers_through_ops(dispatcher: Dispatcher, ops: Ops) -> None:
-    # Callers looking the op up anew for every call never see it undefined.
+    # Callers looking the op up anew for every call never see it undefined, nor
+    # without its kernel, through the packet, the overload or the dispatcher.
     _define(dispatcher, "atomic::f")
     errors: list[BaseException] = []
     stop = threading.Event()
     x = np.ones(1)
+    spellings: list[Callable[[], Any]] = [
+        lambda: ops.atomic.f(x),
+        lambda: ops.atomic.f.default(x),
+        lambda: dispatcher.find_op("atomic::f")(x),  # type: ignore[misc]
+    ]
 
-    def call() -> None:
+    def call(spelling: Callable[[], Any]) -> None:
         while not stop.is_set():
             try:
-                ops.atomic.f(x)
+                assert spelling() is x
             except BaseException as error:
                 errors.append(error)
                 return
 
-    callers = [threading.Thread(target=call) for _ in range(2)]
+    callers = [threading.Thread(target=call, args=(spelling,)) for spelling in spellings]
     for thread in callers:
         thread.start()
     try:
