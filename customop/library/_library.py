@@ -6,7 +6,7 @@ import functools
 import sys
 from collections.abc import Callable, Mapping
 from types import TracebackType
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, Protocol, TypeAlias
 
 from customop.dispatch import (
     Dispatcher,
@@ -31,7 +31,14 @@ LibraryKind: TypeAlias = Literal["DEF", "IMPL", "FRAGMENT"]
 KeyLike: TypeAlias = DispatchKey | str
 
 
-def _close_all(handles: list[RegistrationHandle]) -> None:
+class Removable(Protocol):
+    """What a library removes when it closes: a `RegistrationHandle`, or a front-end's
+    own undo object with a ``remove()`` that runs once (the library drops it after)."""
+
+    def remove(self) -> None: ...
+
+
+def _close_all(handles: list[Removable]) -> None:
     # Newest first, so a kernel's removal never exposes one registered after it.
     while handles:
         handles.pop().remove()
@@ -87,8 +94,11 @@ class Library:
         self.ns = ns
         self.kind = kind
         self.dispatch_key = key
-        self._handles: list[RegistrationHandle] = []
-        self._handles.append(self.dispatcher.register_library(ns, kind, source=source))
+        claim = self.dispatcher.register_library(ns, kind, source=source)
+        # FRAGMENT and IMPL libraries claim nothing (their handle undoes nothing), so
+        # only a DEF library keeps its claim: one object less per library, and a
+        # @custom_op makes one library per op (every kept object costs each full gc).
+        self._handles: list[Removable] = [claim] if kind == "DEF" else []
         self._closed = False
 
     # -- registrations ---------------------------------------------------------------
@@ -344,7 +354,7 @@ class Library:
 
     # -- lifetime --------------------------------------------------------------------
 
-    def _adopt(self, handle: RegistrationHandle) -> None:
+    def _adopt(self, handle: Removable) -> None:
         """Remove ``handle``'s registration when this library closes (for front-ends)."""
         self._handles.append(handle)
 
@@ -390,7 +400,9 @@ class Library:
     def __repr__(self) -> str:
         state = " closed" if self.closed else ""
         key = f" {self.dispatch_key.name}" if self.dispatch_key is not None else ""
-        return f"<Library {self.ns} {self.kind}{key}{state}: {len(self._handles)} registrations>"
+        count = len(self._handles)
+        counted = f"{count} registration{'' if count == 1 else 's'}"
+        return f"<Library {self.ns} {self.kind}{key}{state}: {counted}>"
 
 
 def _keyset_kernel(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import linecache
 from typing import TYPE_CHECKING, Any, final
 
-from customop.dispatch import Dispatcher, RegistrationHandle
+from customop.dispatch import Dispatcher
 
 if TYPE_CHECKING:
     from customop.library._custom_op import CustomOpDef
@@ -35,17 +35,17 @@ def live_definition(dispatcher: Dispatcher, name: str) -> CustomOpDef[Any, Any] 
 def record_definition(definition: CustomOpDef[Any, Any]) -> None:
     """Make ``definition`` the live one of its name, until its library closes."""
     definition.dispatcher._owners[definition.name] = definition
-    undo = _Forget(definition)
-    handle = RegistrationHandle(undo, description=f"custom_op {definition.name}", source="")
-    definition._library._adopt(handle)
+    definition._library._adopt(_Forget(definition))
 
 
 @final
 class _Forget:
-    """Takes a definition out of its dispatcher's table: the undo `record_definition` adopts.
+    """Takes a definition out of its dispatcher's table: what `record_definition`
+    has the definition's library remove when it closes.
 
-    One object, where a closure is five (function, cells, their tuple): every
-    object an op keeps costs time in each full gc collection (issue #12).
+    One object, where a closure in a `RegistrationHandle` is six (handle,
+    function, cells, their tuple): every object an op keeps costs time in
+    each full gc collection (issue #12).
     """
 
     __slots__ = ("definition",)
@@ -53,7 +53,7 @@ class _Forget:
     def __init__(self, definition: CustomOpDef[Any, Any]) -> None:
         self.definition = definition
 
-    def __call__(self) -> None:
+    def remove(self) -> None:
         definition = self.definition
         dispatcher, name = definition.dispatcher, definition.name
         with dispatcher._lock:

@@ -184,7 +184,7 @@ def test_a_registered_op_keeps_few_gc_tracked_objects(dispatcher: Dispatcher) ->
     per_op = (len(gc.get_objects()) - before) / 200
     # Before 3.11 every instance __dict__ is a gc-tracked dict of its own (3.11 keeps
     # attribute values in the object until a dict is asked for): two more per op.
-    limit = 21 if sys.version_info >= (3, 11) else 23
+    limit = 19 if sys.version_info >= (3, 11) else 21
     assert per_op <= limit, f"{per_op:.1f} gc-tracked objects per op"
     for op in kept:
         op.remove()
