@@ -6,7 +6,7 @@ modules. The guides are in the ``docs/`` folder.
 
 from typing import TYPE_CHECKING, Any
 
-from customop.schema._lazy import load_lazily
+from customop.schema import load_lazily
 from customop.autograd import gradcheck
 from customop.dispatch import DispatchKey
 from customop.dispatch import DispatchKeySet
@@ -18,7 +18,7 @@ from customop.dispatch import below
 from customop.dispatch import exclude_keys
 from customop.dispatch import fallthrough
 from customop.dispatch import include_keys
-from customop.dispatch._global import dispatcher
+from customop.dispatch import dispatcher
 from customop.exceptions import AutogradError
 from customop.exceptions import CodegenError
 from customop.exceptions import DispatchKeyError

@@ -16,15 +16,18 @@ LAYERS: dict[str, int] = {
     "exceptions": 0,
     "schema": 1,
     "dispatch": 2,
-    "tensor": 3,
-    "library": 4,
-    "fake": 5,
-    "trace": 5,
-    "autograd": 6,
-    "torch": 7,  # adapters: each imports its own system lazily, nothing below imports them
-    "dask": 7,
-    "codegen": 8,
-    "cli": 9,
+    "symbolic": 3,
+    "tensor": 4,
+    "ops": 5,
+    "adapter": 6,  # the public interface adapters use (docs/concepts/adapters.md)
+    "fake": 7,
+    "trace": 7,
+    "autograd": 8,
+    "dask": 8,
+    "library": 9,
+    "torch": 10,  # adapters: each imports its own system lazily, nothing below imports them
+    "codegen": 11,
+    "cli": 12,
 }
 TOP = 99  # customop/__init__.py and __main__.py see everything
 RUNTIME_DEPENDENCIES = {"pydantic", "pydantic_core", "typing_extensions", "numpy"}

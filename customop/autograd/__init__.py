@@ -11,8 +11,9 @@ from customop.autograd._gradcheck import gradcheck
 from customop.autograd._transforms import grad
 from customop.autograd._transforms import value_and_grad
 from customop.autograd._transforms import vjp
-from customop.library._autograd import AutogradFormula
-from customop.library._autograd import formula_of
+from customop.autograd._formula import AutogradFormula
+from customop.autograd._formula import formula_of
+from customop.autograd._formula import register_autograd
 
 __all__ = [
     "AutogradContext",
@@ -20,6 +21,7 @@ __all__ = [
     "formula_of",
     "grad",
     "gradcheck",
+    "register_autograd",
     "value_and_grad",
     "vjp",
 ]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from customop.autograd._engine import Builtins
+from customop.autograd._builtins import Builtins
 from customop.autograd._tape import Node, Tape, Var, tensor_positions
 from customop.exceptions import AutogradError
 from customop.tensor import FakeTensor

@@ -9,13 +9,22 @@ a 0-d array, where ``a + b`` would give a numpy scalar) supports.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Final
 
-from customop.dispatch import Dispatcher, DispatchKey, OperatorHandle
-from customop.library._autograd import FORMULA_KEY, AutogradFormula
+from customop.autograd._engine import FORMULA_KEY, record_untracked
+from customop.autograd._formula import AutogradFormula
+from customop.dispatch import (
+    DEFAULT_SOURCE,
+    Dispatcher,
+    DispatchKey,
+    OperatorHandle,
+    RegistryLock,
+    fallthrough,
+)
 from customop.tensor import empty_like
 
-__all__ = ["define_builtins"]
+__all__ = ["Builtins", "define_builtins", "install"]
 
 _SOURCE: Final = "<customop autograd>"
 _CEA: Final = DispatchKey.CompositeExplicitAutograd
@@ -103,3 +112,42 @@ def define_builtins(
             _constant_backward,
         ),
     )
+
+
+class Builtins:
+    """The ops backward itself calls on one dispatcher (so traces record them too)."""
+
+    __slots__ = ("add", "ones_like", "zeros_like")
+
+    def __init__(self, dispatcher: Dispatcher) -> None:
+        self.add, self.ones_like, self.zeros_like = define_builtins(dispatcher)
+
+
+# Only a weak mark per dispatcher: anything holding its ops would keep it alive.
+_installed: weakref.WeakSet[Dispatcher] = weakref.WeakSet()
+_install_lock = RegistryLock()
+
+
+def install(dispatcher: Dispatcher) -> Builtins:
+    """Make ``dispatcher`` ready for transforms (once): the Autograd fallback and builtins.
+
+    The default fallthrough on AutogradOther is replaced by `record_untracked`
+    (the per-backend autograd keys keep theirs); a fallback the user
+    registered on the Autograd keys is left alone.
+    """
+    if dispatcher in _installed:
+        return Builtins(dispatcher)  # defined already: looked up
+    with _install_lock:
+        if dispatcher in _installed:
+            return Builtins(dispatcher)
+        default = dispatcher.autograd_default
+        if default is not None and default.active:
+            default.remove()
+            for key in DispatchKey.Autograd.expansion - FORMULA_KEY:
+                # Still the dispatcher's own default: dumps show it as before.
+                dispatcher.register_fallback(key, fallthrough, source=DEFAULT_SOURCE)
+        if dispatcher.fallback_source(FORMULA_KEY) is None:
+            dispatcher.register_fallback(FORMULA_KEY, record_untracked, source=_SOURCE)
+        builtins = Builtins(dispatcher)
+        _installed.add(dispatcher)
+    return builtins

@@ -1,4 +1,4 @@
-"""How the transforms use the dispatcher: the formula kernels' recorder, the fallback, install.
+"""How the transforms use the dispatcher: the formula kernels' recorder and the fallback.
 
 NOTE: how the Autograd keys get activated. Every array carries its backend's
 autograd key (``AutogradCPU`` for numpy), and those keys keep their default
@@ -25,27 +25,19 @@ transforms share one forward.
 
 from __future__ import annotations
 
-import weakref
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from customop.autograd._builtins import define_builtins
 from customop.autograd._tape import ACTIVE, bind_inputs, tensor_positions
-from customop.dispatch import (
-    Dispatcher,
-    DispatchKey,
-    DispatchKeySet,
-    OperatorHandle,
-    below,
-    fallthrough,
-)
-from customop.dispatch._guard import RegistryLock
-from customop.dispatch._kernel import DEFAULT_SOURCE
-from customop.dispatch._keys import keyset_from_bits
-from customop.library._autograd import FORMULA_KEY, AutogradFormula, set_engine
+from customop.dispatch import DispatchKey, DispatchKeySet, OperatorHandle, below, keyset_from_bits
 
-__all__ = ["Builtins", "install", "record", "record_untracked"]
+if TYPE_CHECKING:
+    from customop.autograd._formula import AutogradFormula
 
-_SOURCE: Final = "<customop autograd>"
+__all__ = ["FORMULA_KEY", "record", "record_untracked"]
+
+#: The key formulas are registered on and transforms include (see `_formula`).
+FORMULA_KEY: Final = DispatchKey.AutogradOther
+
 _BELOW_BITS: Final = below(FORMULA_KEY).bits
 _set_active = ACTIVE.set
 _reset_active = ACTIVE.reset
@@ -82,63 +74,6 @@ def record(
     return result
 
 
-class _Engine:
-    """The engine `AutogradFormula` kernels call (see `customop.library._autograd`)."""
-
-    def run(
-        self,
-        formula: AutogradFormula,
-        op: OperatorHandle,
-        keyset: DispatchKeySet,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-    ) -> Any:
-        return record(formula, op, keyset, args, kwargs)
-
-
-set_engine(_Engine())
-
-
 def record_untracked(op: OperatorHandle, keyset: DispatchKeySet, *args: Any, **kwargs: Any) -> Any:
     """The Autograd fallback: ops without a formula are recorded as nodes backward refuses."""
     return record(None, op, keyset, args, kwargs)
-
-
-class Builtins:
-    """The ops backward itself calls on one dispatcher (so traces record them too)."""
-
-    __slots__ = ("add", "ones_like", "zeros_like")
-
-    def __init__(self, dispatcher: Dispatcher) -> None:
-        self.add, self.ones_like, self.zeros_like = define_builtins(dispatcher)
-
-
-# Only a weak mark per dispatcher: anything holding its ops would keep it alive.
-_installed: weakref.WeakSet[Dispatcher] = weakref.WeakSet()
-_install_lock = RegistryLock()
-
-
-def install(dispatcher: Dispatcher) -> Builtins:
-    """Make ``dispatcher`` ready for transforms (once): the Autograd fallback and builtins.
-
-    The default fallthrough on AutogradOther is replaced by `record_untracked`
-    (the per-backend autograd keys keep theirs); a fallback the user
-    registered on the Autograd keys is left alone.
-    """
-    if dispatcher in _installed:
-        return Builtins(dispatcher)  # defined already: looked up
-    with _install_lock:
-        if dispatcher in _installed:
-            return Builtins(dispatcher)
-        current = dispatcher._fallbacks.get(FORMULA_KEY)
-        if current is None or current.source == DEFAULT_SOURCE:
-            for handle in dispatcher.default_registrations:
-                if handle.description == "fallback Autograd" and handle.active:
-                    handle.remove()
-                    for key in DispatchKey.Autograd.expansion - FORMULA_KEY:
-                        # Still the dispatcher's own default: dumps show it as before.
-                        dispatcher._add_fallback(key, fallthrough, "", DEFAULT_SOURCE)
-            dispatcher._add_fallback(FORMULA_KEY, record_untracked, "", _SOURCE)
-        builtins = Builtins(dispatcher)
-        _installed.add(dispatcher)
-    return builtins

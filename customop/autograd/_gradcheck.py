@@ -21,7 +21,7 @@ from customop.autograd._tape import differentiable
 from customop.autograd._transforms import vjp
 from customop.dispatch import Dispatcher
 from customop.exceptions import GradcheckError
-from customop.library._aliasing import as_numpy
+from customop.fake import as_numpy
 
 if TYPE_CHECKING:
     import numpy as np

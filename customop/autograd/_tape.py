@@ -11,14 +11,16 @@ untracked output and say so.
 from __future__ import annotations
 
 from contextvars import ContextVar
-from typing import Any, Final, final
+from typing import TYPE_CHECKING, Any, Final, final
 
 from customop.autograd._ctx import AutogradContext
 from customop.dispatch import OperatorHandle
 from customop.exceptions import AutogradError
-from customop.library._autograd import AutogradFormula
 from customop.schema import FunctionSchema
-from customop.tensor._dtype import to_dtype
+from customop.tensor import to_dtype
+
+if TYPE_CHECKING:
+    from customop.autograd._formula import AutogradFormula
 
 __all__ = ["ACTIVE", "Node", "Tape", "Var", "differentiable", "tensor_positions"]
 

@@ -10,7 +10,7 @@ import traceback
 from typing import Any
 
 from customop.cli._schema import explain
-from customop.dispatch._global import dispatcher
+from customop.dispatch import dispatcher
 from customop.schema import MutatesArgs, infer_schema
 
 __all__ = ["add_inspect_commands", "run_dump", "run_infer"]

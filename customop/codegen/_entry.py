@@ -30,7 +30,7 @@ from customop.codegen._tables import (
 )
 from customop.exceptions import SchemaError
 from customop.schema import FunctionSchema, parse_schema
-from customop.schema._clip import clip_repr
+from customop.schema import clip_repr
 
 __all__ = ["Entry", "EntryContext", "did_you_mean", "split_keys"]
 

@@ -9,7 +9,7 @@ from customop.codegen._model import CodegenReport, GenOptions, _Model, is_name
 from customop.codegen._render import render_registration
 from customop.codegen._stubs import render_stubs
 from customop.exceptions import CodegenError
-from customop.schema._clip import clip, clip_repr
+from customop.schema import clip, clip_repr
 
 __all__ = ["GeneratedFiles", "generate"]
 

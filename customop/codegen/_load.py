@@ -24,7 +24,7 @@ from customop.codegen._tables import (
 )
 from customop.codegen._yaml import LinedDict, LinedList, line_of, load_tags, read_yaml
 from customop.exceptions import CodegenError
-from customop.schema._clip import clip, clip_repr
+from customop.schema import clip, clip_repr
 
 __all__ = ["load_declarations"]
 

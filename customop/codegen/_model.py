@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from customop.exceptions import CodegenError
 from customop.schema import FunctionSchema, OperatorName
-from customop.schema._clip import clip_repr
+from customop.schema import clip_repr
 
 __all__ = [
     "CodegenReport",

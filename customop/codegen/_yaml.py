@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Final, NoReturn
 
 from customop.exceptions import CodegenError
-from customop.schema._clip import clip
+from customop.schema import clip
 
 __all__ = ["MAX_EXPANSION", "LinedDict", "LinedList", "line_of", "load_tags", "read_yaml"]
 

@@ -26,8 +26,8 @@ from customop.dask._options import current_options
 from customop.dask._ref import OpRef
 from customop.dispatch import OperatorHandle
 from customop.exceptions import MissingKernelError
-from customop.library._blockwise import blockwise_rule
-from customop.schema._model import tensor_kind
+from customop.dask._blockwise import blockwise_rule
+from customop.schema import tensor_kind
 
 __all__ = ["call_on_chunks"]
 

@@ -22,10 +22,10 @@ from customop.dispatch import (
     OperatorHandle,
     RegistrationHandle,
 )
-from customop.dispatch._global import dispatcher as default_dispatcher
-from customop.dispatch._kernel import DEFAULT_SOURCE
+from customop.dispatch import dispatcher as default_dispatcher
+from customop.dispatch import DEFAULT_SOURCE
 from customop.tensor import Device, dtype
-from customop.tensor._backends import ArrayAdapter, add_adapter
+from customop.tensor import ArrayAdapter, add_adapter
 
 __all__ = ["ARRAY_TYPE", "BACKEND", "DEFAULT_INSTALL", "KEY", "install"]
 

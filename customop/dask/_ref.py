@@ -19,8 +19,8 @@ import sys
 from typing import Any, Final, NoReturn
 
 from customop.dispatch import DispatchKey, OperatorHandle
-from customop.dispatch._global import dispatcher as default_dispatcher
-from customop.dispatch._guard import RegistryLock
+from customop.dispatch import dispatcher as default_dispatcher
+from customop.dispatch import RegistryLock
 from customop.exceptions import UnknownOperatorError
 
 __all__ = ["OpRef", "defining_module"]

@@ -7,9 +7,10 @@ registration lifecycle.
 
 from typing import TYPE_CHECKING, Any
 
-from customop.schema._lazy import load_lazily
+from customop.schema import load_lazily
 from customop.dispatch._dispatcher import Dispatcher
 from customop.dispatch._dispatcher import LibraryKind
+from customop.dispatch._extras import Extra
 from customop.dispatch._handles import RegistrationHandle
 from customop.dispatch._kernel import Kernel
 from customop.dispatch._kernel import fallthrough
@@ -26,6 +27,7 @@ from customop.dispatch._local import local_keys
 from customop.dispatch._modes import DispatchMode
 from customop.dispatch._modes import active_modes
 from customop.dispatch._modes import register_dispatch_mode
+from customop.dispatch._operator import select_kernel
 from customop.dispatch._operator import OperatorHandle
 from customop.dispatch._registry import OperatorListener
 from customop.dispatch._table import Reason
@@ -39,6 +41,34 @@ if TYPE_CHECKING:
     from customop.dispatch._models import OperatorInfo
     from customop.dispatch._models import TableEntry
 
+# Internal API: the names sibling packages may import from this one's private
+# modules (tests/test_layers.py checks every import against this list).
+from customop.dispatch._extract import DEVICE_KEYS as DEVICE_KEYS
+from customop.dispatch._global import dispatcher as dispatcher
+from customop.dispatch._guard import RegistryLock as RegistryLock
+from customop.dispatch._guard import run_or_defer as run_or_defer
+from customop.dispatch._kernel import DEFAULT_SOURCE as DEFAULT_SOURCE
+from customop.dispatch._kernel import caller_source as caller_source
+from customop.dispatch._kernel import user_stacklevel as user_stacklevel
+from customop.dispatch._keys import keyset_from_bits as keyset_from_bits
+from customop.dispatch._local import DEFAULT_LOCAL as DEFAULT_LOCAL
+from customop.dispatch._local import LOCAL_KEYS as LOCAL_KEYS
+from customop.dispatch._local import local_state as local_state
+
+__internal__ = (
+    "DEFAULT_LOCAL",
+    "DEFAULT_SOURCE",
+    "DEVICE_KEYS",
+    "LOCAL_KEYS",
+    "RegistryLock",
+    "caller_source",
+    "dispatcher",
+    "keyset_from_bits",
+    "local_state",
+    "run_or_defer",
+    "user_stacklevel",
+)
+
 __all__ = [
     "ArrayTypeInfo",
     "DispatchKey",
@@ -48,6 +78,7 @@ __all__ = [
     "DispatcherSnapshot",
     "Epoch",
     "EpochClock",
+    "Extra",
     "FallbackInfo",
     "Kernel",
     "KernelInfo",

@@ -10,11 +10,12 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
-from typing import Any, Literal, TypeAlias, final
+from typing import Any, Literal, TypeAlias, TypeVar, final
 from weakref import WeakSet, WeakValueDictionary
 
 from customop.dispatch._changes import tell_changed
 from customop.dispatch._entry import EmptyState, OperatorEntry, empty_state
+from customop.dispatch._extra_registry import ExtraRegistry
 from customop.dispatch._guard import RegistryLock
 from customop.dispatch._handles import RegistrationHandle
 from customop.dispatch._kernel import (
@@ -39,6 +40,7 @@ from customop.dispatch._registry import (
     KeyLike,
     OperatorListener,
     Registration,
+    as_listener,
     check_kernel,
     check_namespace,
     coerce_schema,
@@ -52,6 +54,7 @@ from customop.schema import FunctionSchema, OperatorName
 __all__ = ["LIVE_DISPATCHERS", "Dispatcher", "LibraryKind"]
 
 LibraryKind: TypeAlias = Literal["DEF", "FRAGMENT", "IMPL"]
+T = TypeVar("T")
 _CIA = DispatchKey.CompositeImplicitAutograd
 
 
@@ -60,7 +63,7 @@ LIVE_DISPATCHERS: WeakSet[Dispatcher] = WeakSet()
 
 
 @final
-class Dispatcher(Lookup):
+class Dispatcher(Lookup, ExtraRegistry):
     """Operators, their kernels per dispatch key, and the fallbacks shared by all of them.
 
     A fresh dispatcher maps ``numpy.ndarray`` to CPU and, unless
@@ -93,15 +96,14 @@ class Dispatcher(Lookup):
         self._empty: EmptyState | None = None
         self._libraries: dict[str, Registration] = {}
         self._listeners: tuple[tuple[Registration, OperatorListener], ...] = ()
-        # Front-ends' records by op name (@custom_op's live definitions): kept here,
-        # so they live and die with this dispatcher. Guarded by `_lock`.
-        self._owners: dict[str, Any] = {}
         # By name: numpy is imported by whoever makes arrays, not by `import customop`.
         defaults = [self._add_array_type("numpy.ndarray", DispatchKey.CPU, DEFAULT_SOURCE)]
+        self._autograd_default: RegistrationHandle | None = None
         if autograd_fallthrough:
-            defaults.append(
-                self._add_fallback(DispatchKey.Autograd, fallthrough, "", DEFAULT_SOURCE)
+            self._autograd_default = self._add_fallback(
+                DispatchKey.Autograd, fallthrough, "", DEFAULT_SOURCE
             )
+            defaults.append(self._autograd_default)
         self._defaults = tuple(defaults)
         LIVE_DISPATCHERS.add(self)  # dispatch modes install their Python fallback on each
 
@@ -120,6 +122,7 @@ class Dispatcher(Lookup):
         tags: Iterable[str] = (),
         source: str | None = None,
         kernels: Mapping[KeyLike, Kernel] | None = None,
+        kernel_hint: str = "",
     ) -> RegistrationHandle:
         """Define an operator: one def per name and overload. Impls may come before it.
 
@@ -135,6 +138,9 @@ class Dispatcher(Lookup):
             tags: tags of the op (as torch's ``Tag`` names).
             source: where the registration comes from; default: the caller's file and line.
             kernels: first kernels by key, registered in the same write.
+            kernel_hint: how the op's definer registers a kernel, shown by "no kernel"
+                errors with ``{device}`` filled in (``@custom_op``:
+                ``"f.register_kernel('{device}', fn)"``); default: ``register_impl``.
 
         Returns:
             A handle whose ``remove()`` takes the def (and ``kernels``) away.
@@ -160,6 +166,7 @@ class Dispatcher(Lookup):
                 raise duplicate_def_error(str(name), existing.def_where, where)
             entry = self._obtain(name)
             entry.set_schema(schema, source, debug, tag_tuple)
+            entry.kernel_hint = kernel_hint
             entry.def_count += 1
             entry.def_and_impl_count += 1
             self._push_impls(entry, records)  # publishes; also with no kernels: the schema
@@ -309,7 +316,13 @@ class Dispatcher(Lookup):
             epoch.advance()
 
     def register_fallback(
-        self, key: KeyLike, kernel: Kernel, *, debug: str = "", wrapper: bool = False
+        self,
+        key: KeyLike,
+        kernel: Kernel,
+        *,
+        debug: str = "",
+        wrapper: bool = False,
+        source: str | None = None,
     ) -> RegistrationHandle:
         """Register a boxed ``kernel(op, keyset, *args, **kwargs)`` for every op at ``key``.
 
@@ -344,7 +357,8 @@ class Dispatcher(Lookup):
         api = "register_fallback"
         dispatch_key = self.parse_key(key, api=api)
         check_kernel(kernel, api)
-        return self._add_fallback(dispatch_key, kernel, debug, caller_source(), wrapper=wrapper)
+        source = caller_source() if source is None else source
+        return self._add_fallback(dispatch_key, kernel, debug, source, wrapper=wrapper)
 
     def _add_fallback(
         self, key: DispatchKey, kernel: Kernel, debug: str, source: str, *, wrapper: bool = False
@@ -431,21 +445,16 @@ class Dispatcher(Lookup):
         return RegistrationHandle(undo, description=description, source=source)
 
     def add_listener(self, listener: OperatorListener) -> RegistrationHandle:
-        """Tell ``listener`` about every defined op now, and about defs coming and going later.
+        """Tell ``listener`` about every defined op now, and about changes later.
 
         Args:
-            listener: an object with ``on_operator_registered(op)`` and
-                ``on_operator_deregistered(op)``.
+            listener: an `OperatorListener` (``on_operator_registered(op)``,
+                ``on_operator_deregistered(op)``, ``on_operator_changed(op)``).
 
         Returns:
             A handle whose ``remove()`` stops the notifications.
         """
-        if not isinstance(listener, OperatorListener):
-            raise TypeError(
-                f"add_listener: {listener!r} is not an OperatorListener. The dispatcher calls "
-                "its on_operator_registered(op) and on_operator_deregistered(op) methods. "
-                "Define both."
-            )
+        listener = as_listener(listener)
         source = caller_source()
         record = Registration(source)
         with self._lock:

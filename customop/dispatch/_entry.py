@@ -10,9 +10,10 @@ for the same guarantee).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Final, TypeAlias, final
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar, final
 
 from customop.dispatch._extract import DEFAULT_BITS, Extractor, make_extractor
+from customop.dispatch._extras import NO_EXTRAS, Extra, ExtraRecord
 from customop.dispatch._kernel import Kernel, KernelRecord, fallthrough
 from customop.dispatch._keys import FULL_BITS, RUNTIME_KEYS, DispatchKey
 from customop.dispatch._operator import OperatorHandle, missing_kernel, undefined_kernel
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
     from customop.dispatch._dispatcher import Dispatcher
 
 __all__ = ["CallState", "EmptyState", "OperatorEntry", "empty_state"]
+
+T = TypeVar("T")
 
 #: One table slot: the callable and whether it is boxed (takes ``op, keyset`` first).
 Slot: TypeAlias = tuple[Kernel, bool]
@@ -100,6 +103,7 @@ class OperatorEntry:
         "def_source",
         "dispatcher",
         "extract",
+        "extras",
         "handle",
         "kernel_hint",
         "kernels",
@@ -122,6 +126,9 @@ class OperatorEntry:
         self.tags: tuple[str, ...] = ()
         self.extract: Extractor = _default_keys
         self.kernels: dict[DispatchKey, tuple[KernelRecord, ...]] = {}
+        # Every extra's records in one tuple, newest first (few per op: a scan is cheap,
+        # and one tuple is one object where a dict of stacks would be several).
+        self.extras: tuple[ExtraRecord[Any], ...] = NO_EXTRAS
         self.def_count = 0
         self.def_and_impl_count = 0
         # slots[i] serves RUNTIME_KEYS[i]; the extra last slot serves an empty key set.
@@ -183,6 +190,19 @@ class OperatorEntry:
             self.kernels[record.key] = stack
         else:
             del self.kernels[record.key]
+
+    def extra(self, extra: Extra[T]) -> ExtraRecord[T] | None:
+        """The newest live record of ``extra``."""
+        for record in self.extras:
+            if record.extra is extra:
+                return record
+        return None
+
+    def push_extra(self, record: ExtraRecord[Any]) -> None:
+        self.extras = (record, *self.extras)
+
+    def pop_extra(self, record: ExtraRecord[Any]) -> None:
+        self.extras = tuple(r for r in self.extras if r is not record)
 
     def reset(self, empty: EmptyState) -> None:
         """Take the slots of an operator without kernels (see `empty_state`), and publish."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from types import TracebackType
 from typing import final
 
@@ -45,6 +45,38 @@ class RegistrationHandle:
             undo()  # idempotent itself: two threads racing here undo once
         finally:
             self._undo = None
+
+    @classmethod
+    def group(
+        cls, handles: Iterable[RegistrationHandle], *, description: str = "", source: str = ""
+    ) -> RegistrationHandle:
+        """One handle for several registrations: its ``remove()`` removes them newest first.
+
+        Every handle is removed even if one fails; the first error is raised after.
+
+        Args:
+            handles: the handles, oldest first (the order they were registered in).
+            description: what the group registered; default: the members' descriptions.
+            source: where the group comes from; default: the first member's source.
+
+        Returns:
+            The group's handle (idempotent, a context manager, like any handle).
+        """
+        members = tuple(handles)
+
+        def undo() -> None:
+            errors: list[BaseException] = []
+            for handle in reversed(members):
+                try:
+                    handle.remove()
+                except BaseException as error:  # remove the others, then report
+                    errors.append(error)
+            if errors:
+                raise errors[0]
+
+        shown = description or ", ".join(h.description for h in members)
+        where = source or (members[0].source if members else "")
+        return cls(undo, description=shown, source=where)
 
     def __enter__(self) -> Self:
         return self

@@ -81,6 +81,11 @@ def dump_state(d: Dispatcher, entry: OperatorEntry) -> str:
             inactive = " (inactive)" if position else ""
             boxed = " (boxed)" if record.boxed else ""
             lines.append(f"{d.key_name(key)}{alias}{inactive}: {record.label}{boxed}")
+    seen: set[int] = set()
+    for extra_record in entry.extras:
+        inactive = " (inactive)" if id(extra_record.extra) in seen else ""
+        seen.add(id(extra_record.extra))
+        lines.append(f"extra {extra_record.extra.name}{inactive}: {extra_record.label}")
     return "\n".join(lines) + "\n"
 
 

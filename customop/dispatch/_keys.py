@@ -16,7 +16,7 @@ from enum import Enum
 from typing import Any, Final, NoReturn, final
 
 from customop.exceptions import DispatchKeyError
-from customop.schema._clip import close_matches
+from customop.schema import close_matches
 
 __all__ = [
     "FULL_BITS",

@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from customop.dispatch._backends import Backends
 from customop.dispatch._entry import OperatorEntry
+from customop.dispatch._guard import RegistryLock
+from customop.dispatch._handles import RegistrationHandle
 from customop.dispatch._kernel import KernelRecord
 from customop.dispatch._keys import RUNTIME_KEYS, DispatchKey
 from customop.dispatch._messages import unknown_operator_error
@@ -33,6 +35,38 @@ class Lookup(Backends):
     _fallbacks: dict[DispatchKey, KernelRecord]
     _libraries: dict[str, Registration]
     _listeners: tuple[tuple[Registration, OperatorListener], ...]
+
+    _autograd_default: RegistrationHandle | None
+    _lock: RegistryLock
+
+    @property
+    def lock(self) -> RegistryLock:
+        """The registration lock (re-entrant): hold it to make several writes one write.
+
+        Calls never take it; registrations do. An adapter holds it while it reads
+        an op's registrations and acts on them, so no write comes in between.
+        """
+        return self._lock
+
+    @property
+    def autograd_default(self) -> RegistrationHandle | None:
+        """The handle of the default fallthrough fallbacks on the Autograd keys, if made.
+
+        The autograd layer removes it to serve AutogradOther while transforms record.
+        """
+        return self._autograd_default
+
+    def fallback_source(self, key: KeyLike) -> str | None:
+        """Where the fallback on runtime key ``key`` was registered, or None if it has none.
+
+        Args:
+            key: a runtime key or its name.
+
+        Returns:
+            The fallback's source, e.g. ``"<customop autograd>"``, or None.
+        """
+        record = self._fallbacks.get(self.parse_key(key, api="fallback_source"))
+        return None if record is None else record.source
 
     # -- lookup and inspection -----------------------------------------------------
 
@@ -65,6 +99,12 @@ class Lookup(Backends):
             known = [str(n) for n, e in self._entries.items() if e.schema is not None]
             dangling = [r for stack in entry.kernels.values() for r in stack] if entry else []
             raise unknown_operator_error(api, str(key), known, dangling)
+
+    def defined_ops(self) -> tuple[OperatorHandle, ...]:
+        """The handles of every defined operator (those with a schema), by name."""
+        with self._lock:
+            entries = sorted(self._entries.values(), key=lambda e: str(e.name))
+            return tuple(e.handle for e in entries if e.schema is not None)
 
     def find_dangling_impls(self) -> tuple[KernelInfo, ...]:
         """Kernels registered for operators that have no def (yet)."""

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from customop.dispatch._kernel import DEFAULT_SOURCE, KernelRecord
 from customop.dispatch._keys import DispatchKey, DispatchKeySet
 from customop.exceptions import MissingKernelError, RegistrationError, UnknownOperatorError
-from customop.schema._clip import close_matches
+from customop.schema import close_matches
 
 if TYPE_CHECKING:
     from customop.dispatch._dispatcher import Dispatcher

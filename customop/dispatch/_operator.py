@@ -7,7 +7,9 @@ the table: no lock, no dict of kernels, no parsing. See `_entry` for why reading
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final, final
+from collections.abc import Callable
+from functools import partial
+from typing import TYPE_CHECKING, Any, Final, TypeVar, final
 
 from customop.dispatch._keys import DispatchKey, DispatchKeySet, keyset_from_bits
 from customop.dispatch._local import LOCAL_KEYS
@@ -16,12 +18,14 @@ from customop.schema import FunctionSchema, OperatorName
 
 if TYPE_CHECKING:
     from customop.dispatch._dispatcher import Dispatcher
+    from customop.dispatch._extras import Extra
     from customop.dispatch._entry import CallState, OperatorEntry
     from customop.dispatch._models import TableEntry
 
-__all__ = ["OperatorHandle", "missing_kernel", "undefined_kernel"]
+__all__ = ["OperatorHandle", "missing_kernel", "select_kernel", "undefined_kernel"]
 
 _local_get: Final = LOCAL_KEYS.get
+T = TypeVar("T")
 
 
 @final
@@ -65,6 +69,24 @@ class OperatorHandle:
     def dispatcher(self) -> Dispatcher:
         """The dispatcher that holds this operator."""
         return self._entry.dispatcher
+
+    def kernel_keys(self) -> frozenset[DispatchKey]:
+        """The keys that have a registered kernel for this op (alias keys included)."""
+        return frozenset(self._entry.kernels)
+
+    def extra(self, extra: Extra[T]) -> T | None:
+        """The newest value registered for ``extra`` on this op, or None.
+
+        Args:
+            extra: the slot, as its owning subsystem declared it.
+
+        Returns:
+            The value (see `Dispatcher.register_extra`), or None if there is none.
+        """
+        for record in self._entry.extras:
+            if record.extra is extra:
+                return record.value  # type: ignore[no-any-return]
+        return None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         table, mask, extract = self._state
@@ -128,6 +150,28 @@ class OperatorHandle:
     def __repr__(self) -> str:
         state = "" if self.has_schema else " (no schema)"
         return f"<OperatorHandle {self._entry.name}{state}>"
+
+
+def select_kernel(handle: OperatorHandle, state: CallState, bits: int) -> Callable[..., Any]:
+    """The kernel that serves key bits ``bits`` in ``state`` (``handle``'s table, read once).
+
+    The one place outside a handle's own calls that picks a kernel: the
+    non-fallthrough mask applies, the highest key's slot wins, and a boxed
+    kernel comes bound to the handle and the key set it was chosen for.
+    Generated call code and adapters (``customop.torch``) take kernels here.
+
+    Args:
+        handle: the operator.
+        state: ``handle``'s call state (``(table, mask, extract)``), read once by the caller.
+        bits: the key bits of the call (after the local include/exclude sets).
+
+    Returns:
+        A callable taking the op's arguments.
+    """
+    table, mask, _ = state
+    bits &= mask
+    fn, boxed = table[bits.bit_length() - 1]
+    return partial(fn, handle, keyset_from_bits(bits)) if boxed else fn
 
 
 def missing_kernel(op: OperatorHandle, keyset: DispatchKeySet, *args: Any, **kwargs: Any) -> Any:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, Protocol, TypeAlias, final, runtime_checkable
+from typing import Any, TypeAlias, final
 
 from customop.dispatch._keys import DispatchKey
 from customop.dispatch._operator import OperatorHandle
@@ -14,6 +14,7 @@ __all__ = [
     "KeyLike",
     "OperatorListener",
     "Registration",
+    "as_listener",
     "check_kernel",
     "check_namespace",
     "coerce_schema",
@@ -25,14 +26,15 @@ __all__ = [
 KeyLike: TypeAlias = DispatchKey | str
 
 
-@runtime_checkable
-class OperatorListener(Protocol):
-    """Hears operators come and go (PyTorch's ``OpRegistrationListener``).
+class OperatorListener:
+    """Hears operators come and go (PyTorch's ``OpRegistrationListener``): subclass it.
 
     ``on_operator_registered`` runs when an op gets its def, and, when the
     listener is added, once for every op already defined. ``on_operator_deregistered``
     runs when an op's def is removed, while its schema is still readable.
-    Both run under the registration lock, so events arrive in order.
+    ``on_operator_changed`` runs after a kernel or an extra came or went, with the
+    op's table already rebuilt. All run under the registration lock, so events
+    arrive in order. Each method does nothing unless overridden.
     """
 
     def on_operator_registered(self, op: OperatorHandle) -> None:
@@ -48,6 +50,53 @@ class OperatorListener(Protocol):
         Args:
             op: the operator whose schema went away.
         """
+
+    def on_operator_changed(self, op: OperatorHandle) -> None:
+        """Called after a kernel or an extra of the operator was registered or removed.
+
+        Args:
+            op: the operator whose registrations changed.
+        """
+
+
+@final
+class _Forwarding(OperatorListener):
+    """A listener object that does not subclass `OperatorListener` (a duck-typed one,
+    which earlier releases accepted): its methods, looked up once when it is added."""
+
+    __slots__ = ("changed", "deregistered", "listener", "registered")
+
+    def __init__(self, listener: object) -> None:
+        self.listener = listener
+        self.registered = getattr(listener, "on_operator_registered", None)
+        self.deregistered = getattr(listener, "on_operator_deregistered", None)
+        self.changed = getattr(listener, "on_operator_changed", None)
+
+    def on_operator_registered(self, op: OperatorHandle) -> None:
+        self.registered(op)  # type: ignore[misc]  # checked callable by as_listener
+
+    def on_operator_deregistered(self, op: OperatorHandle) -> None:
+        self.deregistered(op)  # type: ignore[misc]  # checked callable by as_listener
+
+    def on_operator_changed(self, op: OperatorHandle) -> None:
+        if self.changed is not None:
+            self.changed(op)
+
+    def __repr__(self) -> str:
+        return repr(self.listener)
+
+
+def as_listener(listener: object) -> OperatorListener:
+    """``listener`` as an `OperatorListener`; TypeError if it cannot be one."""
+    if isinstance(listener, OperatorListener):
+        return listener
+    wrapped = _Forwarding(listener)
+    if callable(wrapped.registered) and callable(wrapped.deregistered):
+        return wrapped
+    raise TypeError(
+        f"add_listener: {listener!r:.200} is not an OperatorListener. The dispatcher calls "
+        "its on_operator_registered(op) and on_operator_deregistered(op) methods. Define both."
+    )
 
 
 @final

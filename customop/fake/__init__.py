@@ -1,13 +1,29 @@
-"""Fake tensors in action: `FakeTensorMode`, `get_ctx`, and `opcheck`."""
+"""Fake tensors in action: `FakeTensorMode`, `get_ctx`, `opcheck` and `debug_checks`."""
 
+from customop.fake._debug import DebugCheckError
+from customop.fake._debug import debug_checks
 from customop.fake._mode import FakeTensorMode
 from customop.fake._opcheck import opcheck
-from customop.tensor._ctx import FakeImplCtx
-from customop.tensor._ctx import get_ctx
+from customop.tensor import FakeImplCtx
+from customop.tensor import get_ctx
+
+# Internal API: the names sibling packages may import from this one's private
+# modules (tests/test_layers.py checks every import against this list).
+from customop.fake._aliasing import as_numpy as as_numpy
+from customop.fake._opcheck import CheckOptions as CheckOptions
+from customop.fake._opcheck import GRAD_CHECKS as GRAD_CHECKS
+
+__internal__ = (
+    "CheckOptions",
+    "GRAD_CHECKS",
+    "as_numpy",
+)
 
 __all__ = [
+    "DebugCheckError",
     "FakeImplCtx",
     "FakeTensorMode",
+    "debug_checks",
     "get_ctx",
     "opcheck",
 ]

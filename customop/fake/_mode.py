@@ -15,11 +15,11 @@ from types import TracebackType
 from typing import Any
 
 from customop.dispatch import DispatchKey, include_keys
-from customop.dispatch._local import LocalKeysGuard
+from customop.dispatch import LocalKeysGuard
 from customop.tensor import CURRENT_FAKE_MODE, Device, FakeTensor, ShapeEnv, SymInt, device_of
-from customop.tensor._dtype import dtype, to_dtype
-from customop.tensor._factory import PLAIN_FAKE_FACTORIES
-from customop.tensor._symint import IntLike
+from customop.tensor import dtype, to_dtype
+from customop.tensor import PLAIN_FAKE_FACTORIES
+from customop.symbolic import IntLike
 
 __all__ = ["FakeTensorMode"]
 

@@ -1,11 +1,11 @@
 """Front-ends: `Library`, blocks, ``ops``, ``@custom_op``, kernel hooks, free functions."""
 
-from customop.library._autograd import register_autograd
-from customop.library._blockwise import register_blockwise
+from customop.autograd import register_autograd
+from customop.dask import register_blockwise
 from customop.library._custom_op import CustomOpDef
 from customop.library._custom_op import custom_op
-from customop.library._debug import DebugCheckError
-from customop.library._debug import debug_checks
+from customop.fake import DebugCheckError
+from customop.fake import debug_checks
 from customop.library._free import define
 from customop.library._free import get_kernel
 from customop.library._free import impl
@@ -16,11 +16,11 @@ from customop.library._library import Library
 from customop.library._library import library
 from customop.library._library import library_fragment
 from customop.library._library import library_impl
-from customop.library._ops import OpNamespace
-from customop.library._ops import OpOverloadPacket
-from customop.library._ops import Ops
-from customop.library._ops import ops
-from customop.library._overload import OpOverload
+from customop.ops import OpNamespace
+from customop.ops import OpOverloadPacket
+from customop.ops import Ops
+from customop.ops import ops
+from customop.ops import OpOverload
 from customop.library._registered import handle_of
 
 __all__ = [

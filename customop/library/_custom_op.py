@@ -12,21 +12,39 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, overload
 
-from customop.dispatch import Dispatcher, DispatchKey, OperatorHandle, RegistrationHandle
-from customop.dispatch._global import dispatcher as default_dispatcher
-from customop.dispatch._guard import RegistryLock
-from customop.dispatch._kernel import caller_source
-from customop.dispatch._modes import register_dispatch_mode
+import warnings
+
+from customop.autograd import register_autograd as register_formula
+from customop.dask import register_blockwise as register_rule
+from customop.dispatch import (
+    Dispatcher,
+    DispatchKey,
+    OperatorHandle,
+    RegistrationHandle,
+    caller_source,
+    RegistryLock,
+    register_dispatch_mode,
+)
+from customop.dispatch import dispatcher as default_dispatcher
 from customop.exceptions import RegistrationError, SchemaError
-from customop.library._autograd import register_autograd_on
-from customop.library._blockwise import register_blockwise_on
-from customop.library._checks import attach_value_checks
-from customop.library._choices import choice_checks, enum_kernel
 from customop.library._hooks import device_keys, register_fake_on, register_kernel_on
 from customop.library._library import Library
-from customop.library._lifetime import live_definition, record_definition, remove_definition
-from customop.library._overload import OpOverload, bind_overload
+from customop.library._lifetime import (
+    live_definition,
+    record_definition,
+    remove_definition,
+    retire,
+)
 from customop.library._registered import remember_handle
+from customop.ops import (
+    OpDefinition,
+    OpOverload,
+    attach_value_checks,
+    bind_overload,
+    choice_checks,
+    enum_kernel,
+    swap_class,
+)
 from customop.library._spellings import TagsLike, read_tags
 from customop.schema import (
     FunctionSchema,
@@ -45,7 +63,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-class CustomOpDef(Generic[P, R]):
+class CustomOpDef(OpDefinition, Generic[P, R]):
     """An operator made by ``@custom_op``: call it like the function it was made from.
 
     ``register_kernel`` and ``register_fake`` add kernels; ``schema`` and ``op``
@@ -90,11 +108,45 @@ class CustomOpDef(Generic[P, R]):
         site = overload._site
         if site is None:  # no generated code: the OpOverload's generic path
             return overload
-        with _bind_lock:
-            if type(self) is CustomOpDef:
-                namespace = {"__call__": staticmethod(site.function)}
-                self.__class__ = type(f"CustomOpDef[{self.name}]", (_Specialized,), namespace)
+        name = f"CustomOpDef[{self.name}]"
+        swap_class(self, site.function, name=name, base=_Specialized, only_from=CustomOpDef)
         return self.__call__
+
+    # -- OpDefinition: what registration functions and adapters ask of a definition --
+
+    @property
+    def operator(self) -> OperatorHandle:
+        """The dispatcher's handle of the op (``op.op.handle``, without binding the op)."""
+        return self._handle
+
+    @property
+    def replaced(self) -> bool:
+        """Whether a newer definition of the name, or a removal, retired this one."""
+        return self._replaced_by is not None or self._library.closed
+
+    def call_objects(self) -> tuple[Any, ...]:
+        """This object and its bound `OpOverload` (once bound): what calls the op."""
+        return (self,) if self._op is None else (self, self._op)
+
+    def bound_overload(self) -> OpOverload:
+        """The `OpOverload` this definition calls (`op`)."""
+        return self.op
+
+    def extra_removed(self, record: object) -> None:
+        """Its `DEFINITION` extra left the op (its library closed): free the call code."""
+        retire(self)
+
+    def adopt(self, registration: RegistrationHandle) -> RegistrationHandle:
+        """Own ``registration``: it is removed with this definition (or a redefinition).
+
+        Args:
+            registration: the handle of a registration made for this op.
+
+        Returns:
+            ``registration`` itself.
+        """
+        self._library._adopt(registration)
+        return registration
 
     @property
     def name(self) -> str:
@@ -235,7 +287,7 @@ class CustomOpDef(Generic[P, R]):
                 tensor arguments, or the op already has a rule.
         """
         self._guard()
-        return register_blockwise_on(self._library, self._handle, spec, combine)
+        return register_rule(self, spec, combine=combine)
 
     def register_autograd(
         self,
@@ -254,7 +306,7 @@ class CustomOpDef(Generic[P, R]):
             The handle; removing it removes the formula.
         """
         self._guard()
-        return register_autograd_on(self._library, self._handle, backward, setup_context)
+        return register_formula(self, backward, setup_context=setup_context)
 
     def register_dispatch_mode(self, mode: type, fn: Callable[..., Any]) -> RegistrationHandle:
         """Run ``fn(mode, op, types, args, kwargs)`` for this op while a ``mode`` is active.
@@ -278,11 +330,23 @@ class CustomOpDef(Generic[P, R]):
         remove_definition(self)
 
     @property
-    def handle(self) -> RegistrationHandle:
-        """A `RegistrationHandle` whose ``remove()`` is `remove` (``with op.handle:``)."""
+    def registration(self) -> RegistrationHandle:
+        """A `RegistrationHandle` whose ``remove()`` is `remove` (``with op.registration:``)."""
         return RegistrationHandle(
             self.remove, description=f"custom_op {self.name}", source=self.source
         )
+
+    @property
+    def handle(self) -> RegistrationHandle:
+        """Deprecated spelling of `registration` (``handle`` means an `OperatorHandle`
+        elsewhere, as in ``op.op.handle``)."""
+        warnings.warn(
+            f"{self.name}: CustomOpDef.handle is deprecated; use .registration (the same "
+            "RegistrationHandle). On OpOverload, .handle is the OperatorHandle.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.registration
 
     def __repr__(self) -> str:
         state = " (replaced)" if self._replaced_by else ""
@@ -300,11 +364,6 @@ class _Specialized(CustomOpDef[Any, Any]):
 
 # Guards the one-time binding of a definition's OpOverload and call code.
 _bind_lock = RegistryLock()
-
-
-def _detaching(detach: Callable[[], None]) -> RegistrationHandle:
-    # Closed with the op's library (a redefinition closes it): the checks go too.
-    return RegistrationHandle(detach, description="value checks", source="")
 
 
 def _explicit_schema(options: CustomOpOptions, text: str) -> FunctionSchema:
@@ -348,7 +407,7 @@ def _define(
     keys = device_keys(dispatcher, options.device_types, "custom_op")
     source = caller_source()
     # One write under the registration lock: see `_lifetime`.
-    with dispatcher._lock:
+    with dispatcher.lock:
         old = live_definition(dispatcher, options.name)
         existing = dispatcher.find_op(options.name)
         if existing is not None and (old is None or old._library.closed):
@@ -364,16 +423,18 @@ def _define(
         body = enum_kernel(fn, schema, choices)
         try:
             kernels: dict[DispatchKey | str, Callable[..., Any]] = {key: body for key in keys}
-            library.define(schema, tags=options.tags, source=source, kernels=kernels)
+            fn_name = getattr(fn, "__name__", "op")
+            hint = f"{fn_name}.register_kernel('{{device}}', fn)"
+            library.define(
+                schema, tags=options.tags, source=source, kernels=kernels, kernel_hint=hint
+            )
         except BaseException:
             library.close()
             raise
         handle = dispatcher.find_schema_or_throw(options.name)
-        fn_name = getattr(fn, "__name__", "op")
-        handle._entry.kernel_hint = f"{fn_name}.register_kernel('{{device}}', fn)"
         checks = choice_checks(schema, choices)
         if checks:
-            library._adopt(_detaching(attach_value_checks(schema, checks)))
+            library._adopt(attach_value_checks(handle, schema, checks, source))
         definition = CustomOpDef(options, fn, schema, library, handle=handle, source=source)
         record_definition(definition)
     return definition

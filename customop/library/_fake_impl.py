@@ -13,7 +13,7 @@ from typing import Any
 
 from customop.dispatch import DispatchKey, OperatorHandle
 from customop.exceptions import RegistrationError
-from customop.tensor._ctx import FAKE_IMPL_CODES
+from customop.tensor import FAKE_IMPL_CODES
 
 __all__ = ["refuse_fake_over_decomposition", "remember_fake_impl"]
 

@@ -20,26 +20,25 @@ from customop.dispatch import (
     OperatorHandle,
     RegistrationHandle,
 )
-from customop.dispatch._global import dispatcher as default_dispatcher
+from customop.dispatch import dispatcher as default_dispatcher
 from customop.exceptions import MissingKernelError, RegistrationError
-from customop.library._dtype_args import canonical_dtypes
+from customop.ops import canonical_dtypes, operator_handle
 from customop.library._fake_impl import remember_fake_impl
 from customop.library._hooks import (
     DEFAULT_DEVICE,
     device_keys,
     one_handle,
-    op_handle,
     register_fake,
 )
 from customop.library._library import Library
 from customop.library._registered import remember_handle
-from customop.library._signature import check_signature
+from customop.ops import check_signature
 from customop.library._spellings import TagsLike, read_tags
 from customop.schema import FunctionSchema, parse_operator_name, parse_schema
-from customop.tensor._backends import BUILTIN_DEVICES
+from customop.tensor import BUILTIN_DEVICES
 
 if TYPE_CHECKING:
-    from customop.library._overload import OpOverload
+    from customop.ops import OpOverload
 
 __all__ = ["define", "get_kernel", "impl", "impl_abstract"]
 
@@ -266,7 +265,7 @@ def get_kernel(
         DispatchKeyError: The key is unknown or an alias key.
     """
     api = "get_kernel"
-    handle = op_handle(op, default_dispatcher if dispatcher is None else dispatcher, api)
+    handle = operator_handle(op, default_dispatcher if dispatcher is None else dispatcher, api)
     key = handle.dispatcher.parse_key(dispatch_key, api=api, runtime=True)
     entry = handle.table_entry(key)
     if entry.reason in ("missing", "fallthrough"):

@@ -10,22 +10,24 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final, TypeVar, overload
 
+from typing_extensions import TypeGuard
+
 from customop.dispatch import Dispatcher, DispatchKey, OperatorHandle, RegistrationHandle
-from customop.dispatch._global import dispatcher as default_dispatcher
+from customop.dispatch import dispatcher as default_dispatcher
 from customop.exceptions import RegistrationError
-from customop.library._dtype_args import canonical_dtypes
+from customop.ops import canonical_dtypes, operator_handle
 from customop.library._fake_impl import refuse_fake_over_decomposition, remember_fake_impl
 from customop.library._registered import remember_handle
-from customop.library._signature import check_signature
-from customop.tensor._backends import BUILTIN_DEVICES
+from customop.ops import check_signature
+from customop.tensor import BUILTIN_DEVICES
 
 if TYPE_CHECKING:
+    from customop.library._custom_op import CustomOpDef
     from customop.library._library import Library
 
 __all__ = [
     "device_keys",
     "one_handle",
-    "op_handle",
     "register_fake",
     "register_fake_on",
     "register_kernel",
@@ -76,31 +78,7 @@ def device_keys(
 
 def one_handle(handles: list[RegistrationHandle]) -> RegistrationHandle:
     """One handle for one or several registrations (one kernel on several devices)."""
-    if len(handles) == 1:
-        return handles[0]
-
-    def undo() -> None:
-        for handle in reversed(handles):
-            handle.remove()
-
-    described = ", ".join(h.description for h in handles)
-    return RegistrationHandle(undo, description=described, source=handles[0].source)
-
-
-def op_handle(op: object, dispatcher: Dispatcher, api: str) -> OperatorHandle:
-    """The `OperatorHandle` of a CustomOpDef, an OpOverload, a handle or a name."""
-    if isinstance(op, OperatorHandle):
-        return op
-    if isinstance(op, str):
-        return dispatcher.find_schema_or_throw(op)
-    # A CustomOpDef has .op (its OpOverload); an OpOverload has .handle.
-    handle = getattr(getattr(op, "op", op), "handle", None)
-    if isinstance(handle, OperatorHandle):
-        return handle
-    raise TypeError(
-        f"{api}: expected an op (a CustomOpDef, an OpOverload or a name like 'ns::op'), "
-        f"got {op!r:.200}. Registrations attach to a defined operator. Pass the op or its name."
-    )
+    return handles[0] if len(handles) == 1 else RegistrationHandle.group(handles)
 
 
 def register_kernel_on(
@@ -127,9 +105,11 @@ def register_fake_on(
     return library.impl(str(op.name), remember_fake_impl(fn, str(op.name)), DispatchKey.Fake)
 
 
-def _is_custom_op(op: object) -> bool:
+def _is_custom_op(op: object) -> TypeGuard[CustomOpDef[Any, Any]]:
     # A @custom_op: its own library owns its kernels, so a redefinition removes them.
-    return hasattr(op, "_library") and hasattr(op, "register_fake")
+    from customop.library._custom_op import CustomOpDef  # noqa: PLC0415 -- import cycle
+
+    return isinstance(op, CustomOpDef)
 
 
 def _by_name(op: object, lib: Library | None, dispatcher: Dispatcher | None) -> object:
@@ -151,9 +131,9 @@ def _kernel_now(
 ) -> F:
     op = _by_name(op, lib, dispatcher)
     if _is_custom_op(op):
-        return op.register_kernel(device_types, fn)  # type: ignore[attr-defined,no-any-return]
+        return op.register_kernel(device_types, fn)  # type: ignore[no-any-return]
     api = "register_kernel"
-    handle = op_handle(op, _dispatcher(lib, dispatcher), api)
+    handle = operator_handle(op, _dispatcher(lib, dispatcher), api)
     keys = device_keys(handle.dispatcher, device_types, api)
     check_signature(fn, handle.schema, api, "kernel")
     if lib is not None:
@@ -170,8 +150,8 @@ def _fake_now(
     api = "register_fake"
     op = _by_name(op, lib, dispatcher)
     if _is_custom_op(op) and allow_override:
-        return op.register_fake(fn)  # type: ignore[attr-defined,no-any-return]
-    handle = op_handle(op, _dispatcher(lib, dispatcher), api)
+        return op.register_fake(fn)  # type: ignore[no-any-return]
+    handle = operator_handle(op, _dispatcher(lib, dispatcher), api)
     if not allow_override and handle.table_entry(DispatchKey.Fake).reason == "kernel":
         raise RegistrationError(
             f"{api}: {str(handle.name)!r} already has a fake impl, and allow_override=False. "
@@ -179,7 +159,7 @@ def _fake_now(
             ".remove()), or leave allow_override at True to stack the new one over it."
         )
     if _is_custom_op(op):
-        return op.register_fake(fn)  # type: ignore[attr-defined,no-any-return]
+        return op.register_fake(fn)  # type: ignore[no-any-return]
     check_signature(fn, handle.schema, api, "fake impl")
     refuse_fake_over_decomposition(handle, api)
     if lib is not None:

@@ -15,15 +15,15 @@ from customop.dispatch import (
     RegistrationHandle,
     fallthrough,
 )
-from customop.dispatch._global import dispatcher as default_dispatcher
-from customop.dispatch._guard import run_or_defer
+from customop.dispatch import dispatcher as default_dispatcher
+from customop.dispatch import run_or_defer
 from customop.exceptions import RegistrationError
-from customop.library._dtype_args import canonical_dtypes
+from customop.ops import canonical_dtypes
 from customop.library._fake_impl import remember_fake_impl
-from customop.library._signature import check_signature
+from customop.ops import check_signature
 from customop.library._spellings import TagsLike, read_tags
 from customop.schema import FunctionSchema, OperatorName, parse_operator_name, parse_schema
-from customop.schema._clip import clip_repr
+from customop.schema import clip_repr
 
 __all__ = ["Library", "LibraryKind", "library", "library_fragment", "library_impl"]
 
@@ -123,6 +123,7 @@ class Library:
         tags: TagsLike = (),
         source: str | None = None,
         kernels: Mapping[KeyLike, Callable[..., Any]] | None = None,
+        kernel_hint: str = "",
     ) -> RegistrationHandle:
         """Define an operator: ``"add(Tensor x, Tensor y) -> Tensor"`` (namespace optional).
 
@@ -143,6 +144,8 @@ class Library:
                 caller's file and line.
             kernels: the op's first kernels, ``{dispatch key: fn}``, registered
                 in the same write as the def.
+            kernel_hint: how the op's definer registers a kernel, for "no kernel"
+                errors (see `Dispatcher.register_def`).
 
         Returns:
             The def's handle; its ``remove()`` (or closing the library) takes the
@@ -181,7 +184,7 @@ class Library:
         if kernels:
             kernels = {key: canonical_dtypes(fn, parsed) for key, fn in kernels.items()}
         handle = self.dispatcher.register_def(
-            parsed, tags=read_tags(tags), source=source, kernels=kernels
+            parsed, tags=read_tags(tags), source=source, kernels=kernels, kernel_hint=kernel_hint
         )
         self._handles.append(handle)
         return handle

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from customop.dispatch import RegistrationHandle
-from customop.dispatch._guard import RegistryLock
+from customop.dispatch import RegistryLock
 from customop.exceptions import RegistrationError
 
 __all__ = ["handle_of", "remember_handle"]

@@ -34,6 +34,26 @@ if TYPE_CHECKING:
     from customop.schema._infer import register_annotation
     from customop.schema._infer_table import Choices
 
+# Internal API: the names sibling packages may import from this one's private
+# modules (tests/test_layers.py checks every import against this list).
+from customop.schema._builtin_annotations import add_built_in as add_built_in
+from customop.schema._clip import clip as clip
+from customop.schema._clip import clip_repr as clip_repr
+from customop.schema._clip import close_matches as close_matches
+from customop.schema._defaults import SCALAR_TYPE_CODES as SCALAR_TYPE_CODES
+from customop.schema._lazy import load_lazily as load_lazily
+from customop.schema._model import tensor_kind as tensor_kind
+
+__internal__ = (
+    "SCALAR_TYPE_CODES",
+    "add_built_in",
+    "clip",
+    "clip_repr",
+    "close_matches",
+    "load_lazily",
+    "tensor_kind",
+)
+
 __all__ = [
     "AliasInfo",
     "Argument",

@@ -39,12 +39,38 @@ from customop.tensor._fake import FakeTensor
 from customop.tensor._install import FAKE_KEYS
 from customop.tensor._install import install_backends
 from customop.tensor._protocol import Tensor
-from customop.tensor._symint import DataDependentError
-from customop.tensor._symint import ShapeEnv
-from customop.tensor._symint import SymInt
-from customop.tensor._symint import sym_max
-from customop.tensor._symint import sym_min
-from customop.tensor._symbool import SymBool
+from customop.symbolic import DataDependentError
+from customop.symbolic import ShapeEnv
+from customop.symbolic import SymInt
+from customop.symbolic import sym_max
+from customop.symbolic import sym_min
+from customop.symbolic import SymBool
+
+# Internal API: the names sibling packages may import from this one's private
+# modules (tests/test_layers.py checks every import against this list).
+from customop.tensor._backends import BUILTIN_DEVICES as BUILTIN_DEVICES
+from customop.tensor._backends import add_adapter as add_adapter
+from customop.tensor._check import ASSUMPTION_SINK as ASSUMPTION_SINK
+from customop.tensor._check import assumptions_about as assumptions_about
+from customop.tensor._ctx import FAKE_IMPL_CODES as FAKE_IMPL_CODES
+from customop.tensor._ctx import FakeImplCtx as FakeImplCtx
+from customop.tensor._ctx import get_ctx as get_ctx
+from customop.tensor._dtype import DTYPES as DTYPES
+from customop.tensor._dtype import to_dtype as to_dtype
+from customop.tensor._factory import PLAIN_FAKE_FACTORIES as PLAIN_FAKE_FACTORIES
+
+__internal__ = (
+    "ASSUMPTION_SINK",
+    "BUILTIN_DEVICES",
+    "DTYPES",
+    "FAKE_IMPL_CODES",
+    "FakeImplCtx",
+    "PLAIN_FAKE_FACTORIES",
+    "add_adapter",
+    "assumptions_about",
+    "get_ctx",
+    "to_dtype",
+)
 
 __all__ = [  # noqa: RUF022 -- plain sorted() order, which tests/test_public_api.py checks
     "ArrayAdapter",

@@ -28,10 +28,10 @@ from customop.dispatch import (
     RegistrationHandle,
     epoch,
 )
-from customop.dispatch._extract import DEVICE_KEYS
-from customop.dispatch._global import dispatcher as default_dispatcher
-from customop.dispatch._guard import RegistryLock
-from customop.dispatch._kernel import DEFAULT_SOURCE, caller_source
+from customop.dispatch import DEVICE_KEYS
+from customop.dispatch import dispatcher as default_dispatcher
+from customop.dispatch import RegistryLock
+from customop.dispatch import DEFAULT_SOURCE, caller_source
 from customop.exceptions import DispatchKeyError
 from customop.tensor._device import Device, DeviceLike, to_device
 from customop.tensor._dtype import dtype

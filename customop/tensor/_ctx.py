@@ -13,9 +13,9 @@ import weakref
 from types import CodeType, FrameType
 from typing import Final, final
 
-from customop.dispatch._kernel import user_stacklevel
+from customop.dispatch import user_stacklevel
 from customop.tensor._factory import CURRENT_FAKE_MODE
-from customop.tensor._symint import ShapeEnv, SymInt
+from customop.symbolic import ShapeEnv, SymInt
 
 __all__ = ["DEFAULT_SHAPE_ENV", "FAKE_IMPL_CODES", "FakeImplCtx", "get_ctx"]
 

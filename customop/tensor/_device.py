@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any, Final, NoReturn, Protocol, TypeAlias, final
 
-from customop.schema._builtin_annotations import add_built_in
+from customop.schema import add_built_in
 
 __all__ = ["Device", "DeviceLike", "HasDeviceType", "to_device"]
 

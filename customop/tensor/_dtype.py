@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeAlias, final
 
-from customop.schema._builtin_annotations import add_built_in
-from customop.schema._defaults import SCALAR_TYPE_CODES
+from customop.schema import add_built_in
+from customop.schema import SCALAR_TYPE_CODES
 
 __all__ = [
     "DTYPES",

@@ -32,7 +32,7 @@ from contextvars import ContextVar
 from typing import Any, Final, NoReturn, Protocol
 
 from customop.dispatch import Dispatcher
-from customop.dispatch._global import dispatcher as default_dispatcher
+from customop.dispatch import dispatcher as default_dispatcher
 from customop.tensor._backends import (
     ArrayAdapter,
     adapter_for,
@@ -43,7 +43,7 @@ from customop.tensor._device import Device, DeviceLike, to_device
 from customop.tensor._dtype import DTypeLike, dtype, float32, to_dtype
 from customop.tensor._fake import FakeTensor, ShapeLike, to_shape
 from customop.tensor._fake_methods import check_layout
-from customop.tensor._symint import IntLike, SymInt
+from customop.symbolic import IntLike, SymInt
 
 __all__ = [
     "CURRENT_FAKE_MODE",

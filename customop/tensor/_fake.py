@@ -28,8 +28,8 @@ from typing import Final, NoReturn, TypeAlias, overload
 from customop.tensor._device import Device, DeviceLike, to_device
 from customop.tensor._dtype import DTypeLike, dtype, float32, to_dtype
 from customop.tensor._fake_methods import FakeTensorMethods
-from customop.tensor._sym_ops import bounds
-from customop.tensor._symint import IntLike, SymInt, as_int
+from customop.symbolic import bounds
+from customop.symbolic import IntLike, SymInt, as_int
 
 __all__ = ["FOREIGN_SIZES", "FakeTensor", "ShapeLike", "to_shape"]
 

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn
 from customop.tensor._check import check
 from customop.tensor._device import Device, DeviceLike
 from customop.tensor._dtype import DTypeLike, dtype
-from customop.tensor._symbool import SymBool
-from customop.tensor._symint import IntLike, SymInt, as_int, sym_max, sym_min
+from customop.symbolic import SymBool
+from customop.symbolic import IntLike, SymInt, as_int, sym_max, sym_min
 
 if TYPE_CHECKING:
     from customop.tensor._fake import FakeTensor

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Final
 
 from customop.dispatch import Dispatcher, DispatchKey, DispatchKeySet, RegistrationHandle
-from customop.dispatch._global import dispatcher as default_dispatcher
-from customop.dispatch._kernel import DEFAULT_SOURCE
+from customop.dispatch import dispatcher as default_dispatcher
+from customop.dispatch import DEFAULT_SOURCE
 from customop.tensor._backends import ArrayAdapter, add_adapter
 from customop.tensor._fake import FakeTensor
 from customop.tensor._lazy import install_lazy

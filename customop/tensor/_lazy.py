@@ -16,7 +16,7 @@ import sys
 from typing import Any, Final
 
 from customop.dispatch import Dispatcher, DispatchKey, RegistrationHandle
-from customop.dispatch._kernel import DEFAULT_SOURCE
+from customop.dispatch import DEFAULT_SOURCE
 from customop.exceptions import RegistrationError
 from customop.tensor._backends import ArrayAdapter, add_adapter, device_keys_fn
 from customop.tensor._device import Device

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
-from customop.schema._builtin_annotations import add_built_in
+from customop.schema import add_built_in
 
 __all__ = ["Tensor"]
 

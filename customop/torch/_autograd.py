@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from customop.dispatch import OperatorHandle
-from customop.library._autograd import formula_of
+from customop.autograd import formula_of
 
 if TYPE_CHECKING:
     from customop.torch._mirror import TorchMirror

@@ -18,7 +18,7 @@ function generated for the op's schema (shown in tracebacks as
    attribute (30-75 ns here; most of torch's run its error handler, about
    35 ns, whatever they do): ``requires_grad`` comes before
    ``is_grad_enabled()``, which is cheaper while grad mode is on;
-3. everything else goes to `TorchCall.route`: binding errors, customop's
+3. everything else goes to `TorchCall.slow`: binding errors, customop's
    argument checks and non-torch arrays go to customop's own call code; a
    call that meets the fast-path rules runs the kernel (and fills the cache);
    any other call goes through ``torch.ops`` with torch's full semantics.
@@ -37,21 +37,28 @@ other as an unsupported method call (a graph break).
 from __future__ import annotations
 
 import builtins
-import linecache
 from collections.abc import Callable
 from functools import partial
+from operator import countOf
 from typing import Any, Final
 
 import torch
 
-from customop.dispatch import DispatchKey, DispatchKeySet, epoch
-from customop.dispatch._keys import keyset_from_bits
-from customop.dispatch._local import DEFAULT_LOCAL, LOCAL_KEYS, local_state
-from customop.library import OpOverload
-from customop.library._binding import MISSING, explaining_qualname
-from customop.library._callgen import can_generate, items_checkable, python_default
-from customop.library._checks import argument_type_error
-from customop.library._overload import bind_overload
+from customop.adapter import (
+    MISSING,
+    CallShape,
+    Guard,
+    bind,
+    forget,
+    generate_call,
+    item_types,
+    kernel_slot,
+    select_kernel,
+)
+from customop.dispatch import DEFAULT_LOCAL, LOCAL_KEYS, DispatchKey, DispatchKeySet, epoch
+from customop.dispatch import local_state
+from customop.ops import argument_type_error
+from customop.ops import OpOverload
 from customop.schema import FunctionSchema
 from customop.torch._mirror import BACKEND_KEYS, TorchMirror, mutated_positions, torch_uniform
 
@@ -59,9 +66,15 @@ __all__ = ["TorchCall"]
 
 _C: Final[Any] = torch._C
 _CPU_KEYS: Final = DispatchKeySet(DispatchKey.CPU)
-_CPU_INDEX: Final = _CPU_KEYS.bits.bit_length() - 1
 _TENSOR: Final = torch.Tensor
+#: Tensor types whose calls dispatch as plain tensors: a Parameter (every module
+#: weight; a Buffer where torch has one) disables __torch_function__, so torch
+#: itself treats it as a plain tensor (issue #29).
+_PLAIN: Final = frozenset(
+    t for t in (torch.Tensor, torch.nn.Parameter, getattr(torch.nn, "Buffer", None)) if t
+)
 _EMPTY: Final[list[Any]] = [object()]  # matches no local-keys value: first calls go slow
+_KIND: Final = "torch"  # tracebacks show <customop torch ns::op>
 _dynamo: Final = torch.compiler.is_dynamo_compiling
 _dispatch_modes: Final = _C._len_torch_dispatch_stack
 _function_modes: Final = _C._is_torch_function_mode_enabled
@@ -71,33 +84,6 @@ _bump: Final = _C._increment_version
 #: with the entry's instead of testing each type (measured here: 2 arguments, the
 #: separate tests are ~25 ns cheaper; 14 arguments, the tuple is ~55 ns cheaper).
 _GROUPED_TYPES: Final = 8
-
-_TEMPLATE = """\
-def __call__(_co_self, {params}):
-    if _co_dynamo():
-        return _co_op({call_args})
-    _co_c = _co_cache
-    if ({cache_test}):
-        if ({torch_test}):
-{run}
-        return _co_op({call_args})
-    return _co_route(({values}), _co_extra, _co_unknown)
-"""
-
-_SLOW_TEMPLATE = """\
-def __call__(_co_self, {params}):
-    if _co_dynamo():
-        return _co_op({call_args})
-    return _co_route(({values}), _co_extra, _co_unknown)
-"""
-
-_GENERIC_TEMPLATE = """\
-def __call__(_co_self, *args, **kwargs):
-    if _co_dynamo():
-        return _co_op(*args, **kwargs)
-    return _co_generic(args, kwargs)
-"""
-
 
 def _any_grad(tensors: Any) -> bool:
     return any(t is not None and t.requires_grad for t in tensors)
@@ -120,10 +106,10 @@ class TorchCall:
         self.handle = mirror.handle
         self.schema: FunctionSchema = mirror.schema
         #: customop's own call object for the op: errors, checks, non-torch arrays.
-        self.plain: OpOverload = bind_overload(self.handle, schema=self.schema)
-        site = self.plain._site
-        self.checks = site.checks if site is not None else ()
-        self.api = site.api if site is not None else str(self.schema.name)
+        self.plain: OpOverload = bind(self.handle, schema=self.schema)
+        code = self.plain._site
+        self.checks = code.checks if code is not None else ()
+        self.api = code.api if code is not None else str(self.schema.name)
         arguments = self.schema.arguments
         self.names = tuple(arg.name for arg in arguments)
         self.npos = sum(1 for arg in arguments if not arg.kwarg_only)
@@ -131,25 +117,25 @@ class TorchCall:
         self.required = tuple(i for i, arg in enumerate(arguments) if arg.default is None)
         #: (index, kind) of the tensor arguments: "tensor", "optional" or a list kind.
         self.tensors = tuple(self.schema.tensor_argument_positions)
-        self.lists = tuple(i for i, a in enumerate(arguments) if items_checkable(a.type))
-        self.fast = site is not None and site.fast and bool(self.tensors)
+        self.lists = code.lists if code is not None else ()
+        self.fast = code is not None and code.fast and bool(self.tensors)
         #: The cache entry holds the argument types as one tuple (else one slot each).
         self.grouped = len(self.names) >= _GROUPED_TYPES
-        self.kernel_slot = 2 if self.grouped else len(self.names) + 1
         positions, names = mutated_positions(self.schema)
         self.mutated = positions + tuple(self.names.index(n) for n in names)
         self.namespace: dict[str, Any] = {
             "__builtins__": builtins,  # Dynamo inlines only functions with real globals
             "_co_cache": _EMPTY,
+            "_co_site": self,
             "_co_dynamo": _dynamo,
             "_co_op": mirror.torch_op,
-            "_co_route": self.route,
-            "_co_generic": self.generic,
             "_co_state": local_state,
             "_co_local": LOCAL_KEYS.get,
             "_co_type": type,
             "_co_tuple": tuple,
             "_co_map": map,
+            "_co_count": countOf,
+            "_co_len": len,
             "_co_dstack": _dispatch_modes,
             "_co_fmode": _function_modes,
             "_co_htf": _C._has_torch_function_unary,
@@ -159,7 +145,13 @@ class TorchCall:
             "_co_any_grad": _any_grad,
             "_co_all_cpu": _all_cpu,
         }
-        self.function: Callable[..., Any] = self._compile()
+        shape = CallShape(
+            len(self.names), self.npos, self.lists, self.fast, (), 1, self.grouped, True
+        )
+        self.kernel_slot = kernel_slot(shape)
+        self.function: Callable[..., Any] = generate_call(
+            _KIND, self.schema, shape, self._guard(), self.namespace, api=self.api
+        )
 
     # -- the cache (a CacheHolder for customop's epoch clock) --------------------
 
@@ -185,66 +177,28 @@ class TorchCall:
         self.closed = True
         self.clear_cache()
         self.namespace["_co_op"] = self.plain
+        forget(_KIND, str(self.schema.name))
 
     # -- code ---------------------------------------------------------------------
 
-    def _compile(self) -> Callable[..., Any]:
-        source = self._render() if can_generate(self.schema) else _GENERIC_TEMPLATE
-        filename = f"<customop torch {self.schema.name}>"
-        code = compile(source, filename, "exec")
-        exec(code, self.namespace)
-        lines = source.splitlines(keepends=True)
-        linecache.cache[filename] = (len(source), None, lines, filename)
-        function: Callable[..., Any] = self.namespace.pop("__call__")
-        arguments = self.schema.arguments
-        if can_generate(self.schema):
-            defaults = [MISSING if a.default is None else python_default(a) for a in arguments]
-            function.__defaults__ = tuple(defaults[: self.npos]) or None
-            kw = dict(zip(self.names[self.npos :], defaults[self.npos :], strict=True))
-            function.__kwdefaults__ = kw or None
-            function.__qualname__ = explaining_qualname(
-                str(self.schema.name), self.api, self.names, self.npos
-            )
-        return function
-
-    def _render(self) -> str:
+    def _guard(self) -> Guard:
+        """Dynamo's reroute first; then, after a cache hit, what torch must still allow."""
         names, npos = self.names, self.npos
-        params = [*names[:npos], "*_co_extra", *names[npos:], "**_co_unknown"]
-        call_args = [*names[:npos], *(f"{n}={n}" for n in names[npos:])]
-        values = ", ".join(names) + "," if names else ""
-        fields = {"params": ", ".join(params), "call_args": ", ".join(call_args)}
-        if not self.fast:
-            return _SLOW_TEMPLATE.format(values=values, **fields)
-        cache_test, torch_test = self._fast_tests()
-        kernel = f"_co_c[{self.kernel_slot}]({fields['call_args']})"
-        bumps = self._bumps()
-        run = [f"_co_r = {kernel}", *bumps, "return _co_r"] if bumps else [f"return {kernel}"]
-        return _TEMPLATE.format(
-            cache_test="\n            and ".join(cache_test),
-            torch_test="\n                and ".join(torch_test),
-            run="\n".join(f"            {line}" for line in run),
-            values=values,
-            **fields,
-        )
-
-    def _fast_tests(self) -> tuple[list[str], list[str]]:
-        """What the cache entry proves (argument types: customop's checks passed, every
-        tensor is exactly torch.Tensor), and what each call must still ask torch."""
-        names = self.names
-        # The local keys first: the empty entry fails there, before indexing past its end.
-        tests = ["(_co_c[0] is _co_state.default or _co_c[0] is _co_local())"]
-        if self.grouped:
-            types = ", ".join(f"_co_type({name})" for name in names)
-            tests.append(f"({types}) == _co_c[1]")
+        if self.plain._site is None:  # no generated code: *args, **kwargs
+            call_args = "*args, **kwargs"
         else:
-            tests += [f"_co_type({name}) is _co_c[{i + 1}]" for i, name in enumerate(names)]
-        first = self.kernel_slot + 2
-        tests += [
-            f"_co_tuple(_co_map(_co_type, {names[i]})) == _co_c[{first + j}]"
-            for j, i in enumerate(self.lists)
-        ]
-        tests += ["not _co_extra", "not _co_unknown"]
-        asks: list[str] = []
+            call_args = ", ".join([*names[:npos], *(f"{n}={n}" for n in names[npos:])])
+        prelude = ("if _co_dynamo():", f"    return _co_op({call_args})")
+        if not self.fast:
+            return Guard(prelude=prelude)
+        bumps = self._bumps()
+        run = ("_co_r = {kernel}", *bumps, "return _co_r") if bumps else ("return {kernel}",)
+        return Guard(prelude, tuple(self._asks()), run, f"return _co_op({call_args})")
+
+    def _asks(self) -> list[str]:
+        """What each call must still ask torch once the cache entry matched (its types
+        prove customop's checks passed and every tensor dispatches as a plain one)."""
+        names = self.names
         grads, cpus, direct = [], [], []
         for index, kind in self.tensors:
             name = names[index]
@@ -260,17 +214,17 @@ class TorchCall:
                 grads.append(f"_co_any_grad({name})")
                 cpus.append(f"_co_all_cpu({name})")
         # torch function modes: has_torch_function_unary of one argument (any but an
-        # object with a __torch_function__ of its own: the entry's types are exactly
-        # torch.Tensor, None or Python scalars) is True exactly while a mode is active,
+        # object with a __torch_function__ of its own: the entry's types are plain
+        # tensors, None or Python scalars) is True exactly while a mode is active,
         # and costs less than asking for the mode state (no torch error handler).
         # With list arguments only, ask directly.
-        asks.append(f"not _co_htf({direct[0]})" if direct else "not _co_fmode()")
+        asks = [f"not _co_htf({direct[0]})" if direct else "not _co_fmode()"]
         asks.append("not _co_dstack()")
         asks.append(f"(not ({' or '.join(grads)}) or not _co_grad())")
         # The kernel of a cached entry is the cpu one; it serves every device when
         # customop's table has one kernel for all backends (the entry's `uniform`).
         asks.append(f"(_co_c[{self.kernel_slot + 1}] or ({' and '.join(cpus)}))")
-        return tests, asks
+        return asks
 
     def _bumps(self) -> list[str]:
         lines = []
@@ -287,7 +241,7 @@ class TorchCall:
 
     # -- the slow path --------------------------------------------------------------
 
-    def route(
+    def slow(
         self, values: tuple[Any, ...], extra: tuple[Any, ...], unknown: dict[str, Any]
     ) -> Any:
         """A call the fast path did not take: customop's, the kernel's, or torch's."""
@@ -299,7 +253,7 @@ class TorchCall:
         if not any(isinstance(t, _TENSOR) for t in tensors):
             return self._customop(values, extra, unknown)
         args, kwargs = self._split(values)
-        exact = all(type(t) is _TENSOR for t in tensors)
+        exact = all(type(t) in _PLAIN for t in tensors)
         if not exact and all(isinstance(t, _TENSOR) for t in tensors):
             return self.mirror.torch_op(*args, **kwargs)  # subclasses: torch checks them
         for index, check in enumerate(self.checks):
@@ -312,7 +266,7 @@ class TorchCall:
         if self.fast and self.plain.is_current:
             # Types checked, tensors exactly torch.Tensor: later calls like this one skip
             # this function, to the kernel or to torch, as the entry's questions say.
-            items = [tuple(map(type, values[i])) for i in self.lists]
+            items = [item_types(values[i]) for i in self.lists]
             types = [tuple(map(type, values))] if self.grouped else list(map(type, values))
             entry = [LOCAL_KEYS.get(), *types, cpu_kernel, uniform, *items]
             epoch.fill(token, self, entry)
@@ -368,7 +322,7 @@ class TorchCall:
 
     @staticmethod
     def _eager_ok(tensors: list[Any]) -> bool:
-        if not all(type(t) is _TENSOR for t in tensors):
+        if not all(type(t) in _PLAIN for t in tensors):
             return False
         if _dispatch_modes() or _function_modes():
             return False
@@ -376,22 +330,15 @@ class TorchCall:
 
     def _kernel(self, values: tuple[Any, ...]) -> Callable[..., Any]:
         """customop's kernel for these tensors' backend (not its autograd keys)."""
-        handle = self.handle
-        table, mask, extract = handle._state
-        bits = extract(values, {}) & mask & BACKEND_KEYS.bits
-        fn, boxed = table[bits.bit_length() - 1]
-        return partial(fn, handle, keyset_from_bits(bits)) if boxed else fn
+        state = self.handle._state
+        return select_kernel(self.handle, state, state[2](values, {}) & BACKEND_KEYS.bits)
 
     def _cpu_kernel(self) -> tuple[Callable[..., Any], bool]:
         """customop's cpu kernel, and whether every backend has it (a
         CompositeExplicitAutograd body), so that it serves every device."""
-        handle = self.handle
-        table = handle._state[0]
-        slot = table[_CPU_INDEX]
-        fn, boxed = slot
-        if boxed:
-            return partial(fn, handle, _CPU_KEYS), False
-        return fn, torch_uniform(handle, table)
+        state = self.handle._state
+        fn = select_kernel(self.handle, state, _CPU_KEYS.bits)
+        return fn, not isinstance(fn, partial) and torch_uniform(self.handle, state[0])
 
     def _split(self, values: tuple[Any, ...]) -> tuple[tuple[Any, ...], dict[str, Any]]:
         npos = self.npos

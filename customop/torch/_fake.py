@@ -25,10 +25,10 @@ import torch
 
 from customop.dispatch import DispatchKey, DispatchKeySet, OperatorHandle
 from customop.tensor import FakeTensor
-from customop.tensor._device import Device
-from customop.tensor._dtype import dtype
-from customop.tensor._factory import CURRENT_FAKE_MODE
-from customop.tensor._symint import ShapeEnv
+from customop.tensor import Device
+from customop.tensor import dtype
+from customop.tensor import CURRENT_FAKE_MODE
+from customop.symbolic import ShapeEnv
 
 __all__ = ["TORCH_FAKES", "fake_trampoline"]
 

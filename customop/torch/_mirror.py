@@ -26,6 +26,7 @@ from typing import Any, Final
 
 import torch
 
+from customop.adapter import select_kernel
 from customop.dispatch import DispatchKey, DispatchKeySet, OperatorHandle, epoch
 from customop.exceptions import RegistrationError
 from customop.schema import FunctionSchema
@@ -147,12 +148,12 @@ class TorchMirror:
             raise
 
     def _wanted_now(self) -> tuple[object, ...]:
-        entry = self.handle._entry
-        has_fake = entry.top(DispatchKey.Fake) is not None
+        registered = self.handle.kernel_keys()
+        has_fake = DispatchKey.Fake in registered
         keys = tuple(
             key
             for key in _KERNEL_KEYS
-            if entry.top(key) is not None and not (key is DispatchKey.Meta and has_fake)
+            if key in registered and not (key is DispatchKey.Meta and has_fake)
         )
         return (keys, has_fake, has_formula(self.handle))
 
@@ -243,14 +244,10 @@ def _backend_trampoline(handle: OperatorHandle, key: DispatchKey) -> Callable[..
     else the call's own backend keys pick it.
     """
     if key.is_backend:
-        index = DispatchKeySet(key).bits.bit_length() - 1
-        keyset = DispatchKeySet(key)
+        bits = DispatchKeySet(key).bits
 
         def kernel(*args: Any, **kwargs: Any) -> Any:
-            fn, boxed = handle._state[0][index]
-            if boxed:
-                return fn(handle, keyset, *args, **kwargs)
-            return fn(*args, **kwargs)
+            return select_kernel(handle, handle._state, bits)(*args, **kwargs)
 
     else:
         keys_of = handle.dispatch_keyset

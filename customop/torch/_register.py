@@ -15,14 +15,19 @@ import warnings
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from customop.dispatch import Dispatcher, OperatorHandle, RegistrationHandle
-from customop.dispatch._global import dispatcher as default_dispatcher
-from customop.dispatch._kernel import caller_source
+from customop.adapter import (
+    OperatorListener,
+    RegistrationHandle,
+    call_objects,
+    install_call,
+    on_call_object,
+    operator_handle,
+)
+from customop.dispatch import Dispatcher, OperatorHandle, caller_source
+from customop.dispatch import dispatcher as default_dispatcher
 from customop.exceptions import RegistrationError, UnknownOperatorError
-from customop.library import OpOverload, OpOverloadPacket
-from customop.library import ops as default_ops
-from customop.library._callhooks import set_overload_hook
-from customop.library._lifetime import live_definition
+from customop.ops import OpOverload, OpOverloadPacket
+from customop.ops import ops as default_ops
 from customop.schema import OperatorName, parse_operator_name
 from customop.torch._callcode import TorchCall
 from customop.torch._mirror import TorchMirror
@@ -40,19 +45,12 @@ class _Mirrored:
         except BaseException:
             self.mirror.close()
             raise
-        self._patched: list[tuple[Any, type]] = []
+        self._installed: list[RegistrationHandle] = []
         self._shortcuts: list[tuple[dict[str, Any], str, Any]] = []
 
     def install(self, obj: Any) -> None:
         """Give ``obj`` (a CustomOpDef, OpOverload or packet) the torch-aware ``__call__``."""
-        cls = type(obj)
-        if getattr(cls, "_co_torch_call", None) is self.call:
-            return
-        namespace: dict[str, Any] = {"__call__": self.call.function, "_co_torch_call": self.call}
-        if "__slots__" in vars(cls):
-            namespace["__slots__"] = ()
-        obj.__class__ = type(f"{cls.__name__}+torch", (cls,), namespace)
-        self._patched.append((obj, cls))
+        self._installed.append(install_call(obj, self.call.function, self.call))
 
     def shortcut(self, holder: Any, name: str, value: Any) -> None:
         """Put ``value`` in ``holder``'s instance dict, so Dynamo needs no ``__getattr__``."""
@@ -63,10 +61,8 @@ class _Mirrored:
 
     def close(self) -> None:
         """Give every object its own call back, then leave torch."""
-        for obj, cls in reversed(self._patched):
-            if getattr(type(obj), "_co_torch_call", None) is self.call:
-                obj.__class__ = cls
-        self._patched.clear()
+        RegistrationHandle.group(self._installed).remove()
+        self._installed.clear()
         for attrs, name, value in reversed(self._shortcuts):
             if attrs.get(name) is value:
                 del attrs[name]
@@ -75,7 +71,7 @@ class _Mirrored:
         self.mirror.close()
 
 
-class _Registry:
+class _Registry(OperatorListener):
     """What one dispatcher mirrors in torch; an `OperatorListener` of that dispatcher."""
 
     def __init__(self, dispatcher: Dispatcher) -> None:
@@ -84,7 +80,7 @@ class _Registry:
         self.live: dict[OperatorName, _Mirrored] = {}
         self._handles = [
             dispatcher.add_listener(self),
-            set_overload_hook(dispatcher, self.adopt),
+            on_call_object(dispatcher, self.adopt),
         ]
 
     # -- what is wanted -------------------------------------------------------------
@@ -138,7 +134,7 @@ class _Registry:
     def mirror(self, handle: OperatorHandle) -> None:
         mirrored = _Mirrored(handle)
         self.live[handle.name] = mirrored
-        for obj in _call_objects(handle):
+        for obj in call_objects(handle):
             mirrored.install(obj)
         if handle.dispatcher is default_dispatcher:
             _shortcuts(mirrored, handle)
@@ -149,31 +145,6 @@ class _Registry:
         self.live.clear()
         for handle in reversed(self._handles):
             handle.remove()
-
-
-def _call_objects(handle: OperatorHandle) -> list[Any]:
-    """The live customop objects that call ``handle``'s op: they get the torch call."""
-    name = handle.name
-    found: list[Any] = []
-    definition = live_definition(handle.dispatcher, f"{name.namespace}::{name.name}")
-    # A definition being replaced (by one not made yet) keeps its own call, and its guard.
-    if (
-        definition is not None
-        and definition._replaced_by is None
-        and definition._handle is handle
-        and not name.overload
-    ):
-        found.append(definition)
-        if definition._op is not None:
-            found.append(definition._op)
-    if handle.dispatcher is default_dispatcher:
-        space = default_ops._namespaces.get(name.namespace)
-        packet = space._packets.get(name.name) if space is not None else None
-        if packet is not None:
-            overload = packet._overloads.get(name.overload or "default")
-            if overload is not None and overload.handle is handle:
-                found.append(overload)
-    return found
 
 
 def _shortcuts(mirrored: _Mirrored, handle: OperatorHandle) -> None:
@@ -217,7 +188,10 @@ def _target(target: object, dispatcher: Dispatcher | None) -> tuple[Dispatcher, 
                 )
             return d, target
         name = parse_operator_name(target)
-        if not any(n.namespace == name.namespace and n.name == name.name for n in d._entries):
+        if not any(
+            h.name.namespace == name.namespace and h.name.name == name.name
+            for h in d.defined_ops()
+        ):
             raise UnknownOperatorError(
                 f"{api}: no operator {target[:200]!r} is defined. Only defined ops can be "
                 "defined in torch too. Define it first, or register its namespace to take "
@@ -225,8 +199,11 @@ def _target(target: object, dispatcher: Dispatcher | None) -> tuple[Dispatcher, 
             )
         return d, str(name)
     if isinstance(target, OpOverloadPacket):
-        return target._dispatcher, target.name
-    handle = getattr(getattr(target, "op", target), "handle", None)
+        return target.dispatcher, target.name
+    try:
+        handle = operator_handle(target, default_dispatcher, api)
+    except TypeError:
+        handle = None
     if isinstance(handle, OperatorHandle):
         return handle.dispatcher, str(handle.name)
     raise TypeError(
@@ -256,20 +233,19 @@ def register(target: object, *, dispatcher: Dispatcher | None = None) -> Registr
     """
     d, key = _target(target, dispatcher)
     source = caller_source()
-    with d._lock:
+    with d.lock:
         registry = _registry(d)
         registry.want(key)
         try:
-            for entry in list(d._entries.values()):
-                wanted = entry.schema is not None and registry.wants(entry.name)
-                if wanted and entry.name not in registry.live:
-                    registry.mirror(entry.handle)
+            for handle in d.defined_ops():
+                if registry.wants(handle.name) and handle.name not in registry.live:
+                    registry.mirror(handle)
         except BaseException:
             registry.unwant(key)
             raise
 
     def undo() -> None:
-        with d._lock:
+        with d.lock:
             registry.unwant(key)
 
     return RegistrationHandle(undo, description=f"torch {key}", source=source)

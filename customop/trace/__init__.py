@@ -6,7 +6,7 @@ value carries `TensorMeta` (shape, dtype, device). See ``docs/tracing.md``.
 
 from typing import TYPE_CHECKING, Any
 
-from customop.schema._lazy import load_lazily
+from customop.schema import load_lazily
 from customop.trace._errors import GraphError
 from customop.trace._graph import Graph
 from customop.trace._graph import OpLike

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import NoReturn
 
 from customop.exceptions import UnknownOperatorError
-from customop.schema._clip import close_matches
+from customop.schema import close_matches
 
 __all__ = ["GraphError", "fail", "unknown_ops_error"]
 

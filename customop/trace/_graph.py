@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeAlias, final
 
 from customop.dispatch import Dispatcher, OperatorHandle
-from customop.library import CustomOpDef, OpOverload
+from customop.ops import OpDefinition, OpOverload
 from customop.trace import _run
 from customop.trace._assume import parse_condition
 from customop.trace._errors import fail
@@ -34,7 +34,7 @@ __all__ = ["Graph", "OpLike"]
 
 #: What `Graph.call` records: an ``ops.<ns>.<name>.<overload>``, a dispatcher
 #: handle (what a boxed kernel receives) or a ``@custom_op`` function.
-OpLike: TypeAlias = OpOverload | OperatorHandle | CustomOpDef[Any, Any]
+OpLike: TypeAlias = OpOverload | OperatorHandle | OpDefinition
 
 _NOT_IDENTIFIER: Final = re.compile(r"\W")
 _KEY_TYPES: Final = frozenset({type(None), bool, int, float, str})
@@ -386,8 +386,8 @@ def _op_entry(op: object) -> tuple[str, OperatorHandle, str]:
         handle = op
     elif isinstance(op, OpOverload):
         handle = op.handle
-    elif isinstance(op, CustomOpDef):
-        handle = op.op.handle
+    elif isinstance(op, OpDefinition):
+        handle = op.operator
     else:
         raise TypeError(
             f"Graph.call: expected an operator, got {type(op).__name__} {op!r:.60}. A node "

@@ -37,7 +37,7 @@ from pydantic import (
     Tag,
 )
 
-from customop.schema._clip import clip_repr
+from customop.schema import clip_repr
 from customop.trace._node import NodeKind
 
 __all__ = [

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any, Final, Literal, NoReturn
 from pydantic import ValidationError
 
 from customop.dispatch import Dispatcher, OperatorHandle
-from customop.dispatch._global import dispatcher as default_dispatcher
+from customop.dispatch import dispatcher as default_dispatcher
 from customop.exceptions import SchemaError
-from customop.library._ops import defined_names
-from customop.schema._clip import clip_repr
+from customop.ops import defined_names
+from customop.schema import clip_repr
 from customop.trace._errors import GraphError, fail, unknown_ops_error
 from customop.trace._meta import Meta, TensorMeta
 from customop.trace._models import (

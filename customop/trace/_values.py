@@ -18,7 +18,7 @@ import math
 from collections.abc import Callable
 from typing import Final, final
 
-from customop.library._checks import BASE_CHECKS
+from customop.ops import BASE_CHECKS
 from customop.trace._meta import TensorMeta, dtype_name, is_scalar
 
 __all__ = ["CONSTANT_TYPES", "INLINE_TYPES", "Constant", "ConstantKind", "constant_of"]

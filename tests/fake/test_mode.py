@@ -9,7 +9,7 @@ from customop import Library, custom_op
 from customop.dispatch import Dispatcher
 from customop.fake import FakeTensorMode, get_ctx
 from customop.tensor import Device, FakeTensor, SymInt, dtype, empty, empty_like
-from customop.tensor._symint import IntLike
+from customop.symbolic._symint import IntLike
 
 
 def _ops(d: Dispatcher) -> tuple[object, object]:

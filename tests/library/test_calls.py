@@ -253,16 +253,16 @@ def lists(dispatcher: Dispatcher, ops: Ops) -> Iterator[OpOverload]:
 
 
 def _slow_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    from customop.library._callgen import CallSite
+    from customop.ops._callgen import CallCode
 
     calls: list[int] = []
-    slow = CallSite.slow
+    slow = CallCode.slow
 
-    def counting(self: CallSite, *args: Any) -> Any:
+    def counting(self: CallCode, *args: Any) -> Any:
         calls.append(1)
         return slow(self, *args)
 
-    monkeypatch.setattr(CallSite, "slow", counting)
+    monkeypatch.setattr(CallCode, "slow", counting)
     return calls
 
 

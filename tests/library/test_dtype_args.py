@@ -11,7 +11,7 @@ import pytest
 import customop
 from customop.dispatch import Dispatcher
 from customop.library import Library, Ops, custom_op, register_fake
-from customop.library._dtype_args import canonical_dtypes, dtype_argument_indices
+from customop.ops._dtype_args import canonical_dtypes, dtype_argument_indices
 from customop.schema import parse_schema
 from customop.tensor import install_backends
 

@@ -14,9 +14,11 @@ import numpy as np
 import pytest
 
 import customop
+from customop.library._lifetime import live_definition
 from customop.dispatch import Dispatcher, RegistrationHandle
 from customop.exceptions import RegistrationError
 from customop.library import Ops
+from customop.library._lifetime import live_definition
 
 CYCLES = 100_000
 
@@ -45,7 +47,7 @@ def test_remove_undefines_the_op_and_frees_the_name(dispatcher: Dispatcher, ops:
 
 def test_handle_removes_the_op(dispatcher: Dispatcher) -> None:
     op = _define(dispatcher, "life::h")
-    handle = op.handle
+    handle = op.registration
     assert isinstance(handle, RegistrationHandle)
     with handle:
         assert dispatcher.find_op("life::h") is not None
@@ -55,8 +57,18 @@ def test_handle_removes_the_op(dispatcher: Dispatcher) -> None:
 def test_closing_the_library_forgets_the_definition(dispatcher: Dispatcher) -> None:
     op = _define(dispatcher, "life::g")
     op._library.close()
-    assert dispatcher._owners == {}
+    assert live_definition(dispatcher, "life::g") is None
+    assert dispatcher.find_op("life::g") is None
     _define(dispatcher, "life::g")
+
+
+def test_the_old_handle_spelling_still_works_and_warns(dispatcher: Dispatcher) -> None:
+    op = _define(dispatcher, "life::old")
+    with pytest.warns(DeprecationWarning, match="use .registration"):
+        handle = op.handle
+    with handle:
+        assert dispatcher.find_op("life::old") is not None
+    assert dispatcher.find_op("life::old") is None
 
 
 def test_a_private_dispatcher_is_freed_with_its_ops() -> None:
@@ -102,7 +114,7 @@ def test_define_call_remove_cycles_hold_no_memory(through: str) -> None:
         op.remove()
 
     assert _growth(cycle) < 20_000
-    assert dispatcher._owners == {} and dispatcher._entries == {}
+    assert dispatcher.defined_ops() == () and dispatcher._entries == {}
     assert not [name for name in linecache.cache if name.startswith("<customop generated leak")]
 
 

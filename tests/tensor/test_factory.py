@@ -24,7 +24,7 @@ from customop.tensor import (
     new_empty,
     register_backend,
 )
-from customop.tensor._symint import IntLike
+from customop.symbolic._symint import IntLike
 from tests.tensor.doubles import ToyArray
 
 

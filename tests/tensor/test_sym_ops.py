@@ -1,4 +1,4 @@
-"""Value ranges and normalised division of expressions (customop.tensor._sym_ops)."""
+"""Value ranges and normalised division of expressions (customop.symbolic._ops)."""
 
 from __future__ import annotations
 

@@ -12,6 +12,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 import customop
 import customop.torch
 from customop.dispatch import Dispatcher
+from customop.adapter import installed_call
 
 
 class _Seen(TorchDispatchMode):
@@ -72,7 +73,7 @@ def test_fast_path_runs_the_kernel_without_torch_dispatch(
     assert f"{ns}.add.default" in seen.ops
     for _ in range(3):
         assert torch.equal(op(x, y), x + y)
-    assert type(op)._co_torch_call.cache[1] is torch.Tensor  # the cached fast path
+    assert installed_call(op).cache[1] is torch.Tensor  # the cached fast path
     assert len(calls) == 5
 
 
@@ -183,11 +184,11 @@ def test_objects_are_safe_after_removal(ns: str, track: list[Any]) -> None:
     x = torch.zeros(1)
     for call in (op, packet, packet.default):
         assert torch.equal(call(x), x + 1)
-    call_code = type(op)._co_torch_call
+    call_code = installed_call(op)
     handle.remove()
     # customop's objects got their own call back; the generated code no longer holds
     # the torch op (calling a torch op object after its removal crashes torch 2.13).
-    assert not hasattr(type(op), "_co_torch_call")
+    assert installed_call(op) is None
     assert call_code.namespace["_co_op"] is call_code.plain
     for call in (op, packet, packet.default, getattr(customop.ops, ns).f):
         assert torch.equal(call(x), x + 1)
@@ -280,7 +281,7 @@ def test_many_arguments_compare_their_types_as_one_tuple(
     rest = (2.0, 0.5, 1, 2, True, False, None)
     for _ in range(3):
         assert torch.equal(op(None, x, *rest), x * 2)
-    cache = type(op)._co_torch_call.cache
+    cache = installed_call(op).cache
     assert cache[1] == (type(None), torch.Tensor, float, float, int, int, bool, bool, type(None))
     with _Functions() as mode:
         assert torch.equal(op(None, x, *rest), x * 2)
@@ -318,9 +319,9 @@ def test_many_arguments_with_a_list_check_its_items(
     rest = (2.0, 0.5, 1, 2, True, False, 3)
     for _ in range(2):
         assert torch.equal(op([x, x], *rest), x * 2)
-    cache = type(op)._co_torch_call.cache
+    cache = installed_call(op).cache
     assert cache[1][0] is list
-    assert cache[4] == (torch.Tensor, torch.Tensor)
+    assert cache[4] is torch.Tensor  # the item type both items share
     out = op([x, torch.ones(2, requires_grad=True)], *rest)  # an item needs grad: torch's path
     assert out.grad_fn is not None
     with _Seen() as seen:

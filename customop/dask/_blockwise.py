@@ -8,34 +8,34 @@ contracted (its partial results are combined pairwise with ``combine``,
 summed by default); an uppercase letter is a dimension that must be whole,
 in one chunk (a softmax over its last dimension: ``"iJ->iJ"``).
 
-Rules are kept per `Dispatcher` and operator name, like kernels, and checked
-against the schema when registered (validate first, then mutate).
+A rule is the op's `BLOCKWISE` extra (on its dispatcher entry, with a
+handle, like a kernel), checked against the schema when registered
+(validate first, then mutate).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final, NoReturn, final
-from weakref import WeakKeyDictionary
+from typing import Any, Final, NoReturn, final
 
-from customop.dispatch import Dispatcher, OperatorHandle, RegistrationHandle
-from customop.dispatch._global import dispatcher as default_dispatcher
-from customop.dispatch._guard import RegistryLock
-from customop.dispatch._kernel import caller_source
+from customop.dispatch import (
+    Dispatcher,
+    Extra,
+    OperatorHandle,
+    RegistrationHandle,
+    caller_source,
+)
+from customop.dispatch import dispatcher as default_dispatcher
 from customop.exceptions import RegistrationError
-from customop.library._hooks import op_handle
-from customop.schema import FunctionSchema
-from customop.schema._model import tensor_kind
-
-if TYPE_CHECKING:
-    from customop.library._library import Library
+from customop.ops import OpDefinition, operator_handle
+from customop.schema import FunctionSchema, tensor_kind
 
 __all__ = [
+    "BLOCKWISE",
     "BlockwiseRule",
     "blockwise_rule",
     "parse_blockwise",
     "register_blockwise",
-    "register_blockwise_on",
 ]
 
 _MAX_QUOTE: Final = 200
@@ -158,40 +158,29 @@ def _check_schema(rule: BlockwiseRule, schema: FunctionSchema, name: str, api: s
         )
 
 
-_lock = RegistryLock()
-_rules: WeakKeyDictionary[Dispatcher, dict[str, BlockwiseRule]] = WeakKeyDictionary()
+#: An op's partition rule, owned by this package (see `customop.dispatch.Extra`).
+BLOCKWISE: Final[Extra[BlockwiseRule]] = Extra(
+    "blockwise rule", owner="customop.dask", describe=lambda rule: repr(rule.spec)
+)
 
 
 def blockwise_rule(op: OperatorHandle) -> BlockwiseRule | None:
-    """The partition rule registered for ``op`` in its dispatcher, or None."""
-    table = _rules.get(op.dispatcher)
-    return None if table is None else table.get(str(op.name))
+    """The partition rule registered for ``op``, or None."""
+    return op.extra(BLOCKWISE)
 
 
 def _add(op: OperatorHandle, rule: BlockwiseRule, api: str) -> RegistrationHandle:
-    name = str(op.name)
-    with _lock:
-        table = dict(_rules.get(op.dispatcher) or {})
-        existing = table.get(name)
+    with op.dispatcher.lock:  # the check and the registration are one write
+        existing = op.extra(BLOCKWISE)
         if existing is not None:
             _refuse(
                 api,
-                f"{name} already has the rule {existing.spec!r}, from {existing.source}; "
+                f"{op.name} already has the rule {existing.spec!r}, from {existing.source}; "
                 f"again at {rule.source}",
                 "An op's chunks line up one way, or adapters could not pick",
                 "Remove the first rule's handle first",
             )
-        table[name] = rule
-        _rules[op.dispatcher] = table
-
-    def undo() -> None:
-        with _lock:
-            found = dict(_rules.get(op.dispatcher) or {})
-            if found.get(name) is rule:
-                del found[name]
-                _rules[op.dispatcher] = found
-
-    return RegistrationHandle(undo, description=f"blockwise {name}", source=rule.source)
+        return op.dispatcher.register_extra(op, BLOCKWISE, rule, source=rule.source)
 
 
 def _make(
@@ -216,16 +205,6 @@ def _make(
     return BlockwiseRule(
         parsed.spec, parsed.inputs, parsed.output, parsed.whole, combine=combine, source=source
     )
-
-
-def register_blockwise_on(
-    library: Library, op: OperatorHandle, spec: str, combine: Callable[[Any, Any], Any] | None
-) -> RegistrationHandle:
-    """``op``'s partition rule, checked against its schema first, owned by ``library``."""
-    api = f"{op.name}.register_blockwise"
-    handle = _add(op, _make(op, spec, combine, api, caller_source()), api)
-    library._adopt(handle)  # a redefinition closes the library, and drops the rule with it
-    return handle
 
 
 def register_blockwise(
@@ -257,9 +236,9 @@ def register_blockwise(
         RegistrationError: The spec is malformed, does not match the op's tensor
             arguments, or the op already has a rule.
     """
-    if hasattr(op, "register_blockwise") and hasattr(op, "_library"):
-        return op.register_blockwise(spec, combine=combine)  # type: ignore[no-any-return]
     d = default_dispatcher if dispatcher is None else dispatcher
-    handle = op_handle(op, d, "register_blockwise")
+    handle = operator_handle(op, d, "register_blockwise")
     api = f"{handle.name}.register_blockwise"
-    return _add(handle, _make(handle, spec, combine, api, caller_source()), api)
+    registered = _add(handle, _make(handle, spec, combine, api, caller_source()), api)
+    # A @custom_op's definition owns the rule: a redefinition drops it.
+    return op.adopt(registered) if isinstance(op, OpDefinition) else registered

@@ -11,7 +11,7 @@ Semantics, decided here once:
 * **Comparisons** (``< <= > >= == !=``) return a plain bool when the
   symbols' ranges, or the facts their `ShapeEnv` recorded, decide them, and a
   `SymBool` otherwise; ``bool()`` of an undecided one raises
-  `DataDependentError` (see `customop.tensor._symbool`). ``s0 >= 0`` is True
+  `DataDependentError` (see `customop.symbolic._symbool`). ``s0 >= 0`` is True
   for a size; ``s0 > 3`` is a SymBool, so ``if s0 > 3:`` raises; after
   ``customop.check(s0 > 3)`` it is True. Builtin ``max``/``min`` work when
   decidable; `sym_max` / `sym_min` never raise: undecided, they stay symbolic
@@ -41,10 +41,10 @@ import threading
 from collections.abc import Mapping
 from typing import TypeAlias, final
 
-from customop.tensor._sym_expr import INF, Bound, Expr, Symbol
-from customop.tensor._sym_facts import Facts
-from customop.tensor._sym_ops import bounds, extremum, floordiv, mod
-from customop.tensor._symbool import DataDependentError, SymBool, compare, show_range
+from customop.symbolic._expr import INF, Bound, Expr, Symbol
+from customop.symbolic._facts import Facts
+from customop.symbolic._ops import bounds, extremum, floordiv, mod
+from customop.symbolic._symbool import DataDependentError, SymBool, compare, show_range
 
 __all__ = [
     "DataDependentError",

@@ -8,7 +8,7 @@ so two expressions built differently but equal as polynomials are the same
 
 Expressions print as Python (``2*s0 + 1``, ``s0 // 2``, ``max(s0, 3)``),
 using only ``+ - * // %``, ``max`` and ``min``. Division, modulo, max/min and
-value ranges live in `customop.tensor._sym_ops`.
+value ranges live in `customop.symbolic._ops`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final, TypeAlias, final
 
 if TYPE_CHECKING:
-    from customop.tensor._sym_facts import Facts
+    from customop.symbolic._facts import Facts
 
 __all__ = ["INF", "Bound", "Expr", "Func", "Monomial", "Symbol", "make_func"]
 

@@ -13,7 +13,7 @@ import reprlib
 from collections.abc import Callable
 from typing import Final, NoReturn
 
-from customop.dispatch import Dispatcher
+from customop.dispatch import Dispatcher, Extra, OperatorHandle, RegistrationHandle
 from customop.schema import (
     BaseType,
     DictType,
@@ -25,7 +25,7 @@ from customop.schema import (
     UnionType,
 )
 from customop.tensor import SymInt
-from customop.tensor._dtype import DTYPES
+from customop.tensor import DTYPES
 
 __all__ = [
     "Check",
@@ -217,26 +217,24 @@ def is_tensor_check(dispatcher: Dispatcher) -> Callable[[object], bool]:
     return is_tensor
 
 
-# Checks a definer attached to a schema (the Literal and Enum choices of a
-# @custom_op), by schema object, so that every way of calling the op applies
-# them: the CustomOpDef, ops.<ns>.<name> and its overloads. A redefinition
-# makes a new schema object, which has none until its definer attaches them.
-_ATTACHED: dict[int, tuple[FunctionSchema, dict[int, Check]]] = {}
+#: Checks a definer attached to an op's schema (the Literal and Enum choices of
+#: a @custom_op), so that every way of calling the op applies them: the
+#: CustomOpDef, ops.<ns>.<name> and its overloads. Kept with the schema object
+#: they were made for: a redefinition makes a new schema, which has none until
+#: its definer attaches them.
+VALUE_CHECKS: Final[Extra[tuple[FunctionSchema, dict[int, Check]]]] = Extra(
+    "value checks", owner="customop.ops", describe=lambda found: f"{len(found[1])} checks"
+)
 
 
-def attach_value_checks(schema: FunctionSchema, checks: dict[int, Check]) -> Callable[[], None]:
-    """Make calls of ``schema`` use ``checks`` (by argument index); returns the undo."""
-    key = id(schema)
-    _ATTACHED[key] = (schema, checks)  # keeps schema alive, so the id stays its own
-
-    def detach() -> None:
-        found = _ATTACHED.get(key)
-        if found is not None and found[0] is schema:
-            del _ATTACHED[key]
-
-    return detach
+def attach_value_checks(
+    op: OperatorHandle, schema: FunctionSchema, checks: dict[int, Check], source: str
+) -> RegistrationHandle:
+    """Make calls of ``op`` with ``schema`` use ``checks`` (by argument index)."""
+    return op.dispatcher.register_extra(op, VALUE_CHECKS, (schema, checks), source=source)
 
 
-def attached_value_checks(schema: FunctionSchema) -> dict[int, Check] | None:
-    found = _ATTACHED.get(id(schema))
+def attached_value_checks(op: OperatorHandle, schema: FunctionSchema) -> dict[int, Check] | None:
+    """The checks attached to ``op`` for ``schema``, if any."""
+    found = op.extra(VALUE_CHECKS)
     return found[1] if found is not None and found[0] is schema else None

@@ -11,49 +11,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
-from typing import Any, Final
+from typing import Any
 
-from customop.dispatch import epoch
-from customop.dispatch._guard import RegistryLock
-from customop.library._aliasing import arrays_in, changed, shares_memory, snapshot
+from customop.fake._aliasing import arrays_in, changed, shares_memory, snapshot
+from customop.ops import debug_state
 from customop.schema import FunctionSchema
 
-__all__ = ["DebugCheckError", "debug_checks", "debug_state", "run_checked"]
+__all__ = ["DebugCheckError", "debug_checks", "run_checked"]
 
 
 class DebugCheckError(AssertionError):
     """An op call broke its schema: it mutated an input it does not declare, or
     returned an alias of an input from a functional op."""
-
-
-_enabled: Final[ContextVar[bool]] = ContextVar("customop.debug_checks", default=False)
-
-
-class _DebugState:
-    """Read by every slow-path call: ``active`` is cheap, ``run`` does the work."""
-
-    __slots__ = ("blocks",)
-
-    def __init__(self) -> None:
-        self.blocks = 0
-
-    @property
-    def active(self) -> bool:
-        return self.blocks > 0 and _enabled.get()
-
-    def run(
-        self,
-        schema: FunctionSchema,
-        fn: Callable[..., Any],
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-    ) -> Any:
-        return run_checked(schema, fn, args, kwargs)
-
-
-debug_state: Final = _DebugState()
-_lock: Final = RegistryLock()
 
 
 def _argument_values(
@@ -100,14 +69,8 @@ def debug_checks() -> Iterator[None]:
     Returns:
         A context manager; a failed check raises `DebugCheckError` at the call.
     """
-    token = _enabled.set(True)
-    with _lock:
-        debug_state.blocks += 1
-    epoch._local_block(+1)
+    token = debug_state.enter(run_checked)
     try:
         yield
     finally:
-        epoch._local_block(-1)
-        with _lock:
-            debug_state.blocks -= 1
-        _enabled.reset(token)
+        debug_state.exit(token)

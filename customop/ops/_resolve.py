@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from customop.library._checks import Check, is_tensor_check, value_check
+from customop.ops._checks import Check, is_tensor_check, value_check
 
 if TYPE_CHECKING:
-    from customop.library._overload import OpOverload
+    from customop.ops._overload import OpOverload
 
 __all__ = ["choose_overload"]
 

@@ -23,8 +23,8 @@ import math
 import threading
 from typing import Final, Literal, TypeAlias, final
 
-from customop.tensor._sym_expr import Expr, Symbol
-from customop.tensor._sym_ops import bounds, substitute
+from customop.symbolic._expr import Expr, Symbol
+from customop.symbolic._ops import bounds, substitute
 
 __all__ = ["Facts", "Kind", "normal_forms"]
 

@@ -14,13 +14,13 @@ from collections.abc import Callable
 from typing import Any
 
 from customop.dispatch import Dispatcher, DispatchKeySet, OperatorHandle
-from customop.dispatch._guard import RegistryLock
 from customop.exceptions import RegistrationError
-from customop.library._binding import python_signature
-from customop.library._callgen import CallSite, can_generate, compile_call, python_default
-from customop.library._callhooks import adopt_overload
-from customop.library._checks import Check, attached_value_checks, is_tensor_check
-from customop.library._resolve import choose_overload
+from customop.ops._binding import python_signature
+from customop.ops._callgen import CallCode, can_generate, compile_call, python_default
+from customop.ops._callhooks import adopt_overload
+from customop.ops._checks import Check, attached_value_checks, is_tensor_check
+from customop.ops._resolve import choose_overload
+from customop.ops._swap import swap_class
 from customop.schema import FunctionSchema, OperatorName
 
 __all__ = ["OpOverload", "bind_overload"]
@@ -37,11 +37,11 @@ class OpOverload:
     __slots__ = ("_handle", "_site", "schema")
 
     _handle: OperatorHandle
-    _site: CallSite | None
+    _site: CallCode | None
     schema: FunctionSchema
 
     def __init__(
-        self, handle: OperatorHandle, schema: FunctionSchema, site: CallSite | None
+        self, handle: OperatorHandle, schema: FunctionSchema, site: CallCode | None
     ) -> None:
         self._handle = handle
         self._site = site
@@ -63,12 +63,8 @@ class OpOverload:
             args, kwargs = _filled(self.schema, args, kwargs)
         return self._handle(*args, **kwargs)
 
-    def _specialize(self, site: CallSite) -> Callable[..., Any]:
-        with _specialize_lock:
-            if type(self) is OpOverload:
-                call = staticmethod(site.function)
-                namespace = {"__slots__": (), "__call__": call}
-                self.__class__ = type(f"OpOverload[{self.schema.name}]", (OpOverload,), namespace)
+    def _specialize(self, site: CallCode) -> Callable[..., Any]:
+        swap_class(self, site.function, name=f"OpOverload[{self.schema.name}]", only_from=OpOverload)
         return site.function
 
     @property
@@ -163,13 +159,11 @@ def bind_overload(
     """
     schema = handle.schema if schema is None else schema
     if value_checks is None:
-        value_checks = attached_value_checks(schema)
+        value_checks = attached_value_checks(handle, schema)
     if not can_generate(schema):
         return adopt_overload(handle.dispatcher, OpOverload(handle, schema, None))
     is_tensor = is_tensor_check(handle.dispatcher)
-    site = CallSite(handle, schema, is_tensor, api or str(schema.name), value_checks)
+    site = CallCode(handle, schema, is_tensor, api or str(schema.name), value_checks)
     compile_call(site)
     return adopt_overload(handle.dispatcher, OpOverload(handle, schema, site))
 
-
-_specialize_lock = RegistryLock()

@@ -18,7 +18,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Final
 
-from customop.tensor._sym_expr import INF, Atom, Bound, Expr, Monomial, Symbol, make_func
+from customop.symbolic._expr import INF, Atom, Bound, Expr, Monomial, Symbol, make_func
 
 __all__ = ["bounds", "extremum", "floordiv", "mod", "shifted", "substitute"]
 

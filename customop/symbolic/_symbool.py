@@ -17,9 +17,9 @@ import math
 from collections.abc import Mapping
 from typing import Final, NoReturn, TypeAlias, final
 
-from customop.tensor._sym_expr import Bound, Expr
-from customop.tensor._sym_facts import Facts, normal_forms
-from customop.tensor._sym_ops import bounds, shifted
+from customop.symbolic._expr import Bound, Expr
+from customop.symbolic._facts import Facts, normal_forms
+from customop.symbolic._ops import bounds, shifted
 
 __all__ = ["DataDependentError", "Relation", "SymBool", "compare", "show_range"]
 

@@ -2,9 +2,10 @@
 
 The formula is an `AutogradFormula` registered as the op's boxed kernel on
 `FORMULA_KEY`, so ``dump_table`` lists it like any kernel, and removing its
-handle removes it. What the kernel does when it runs (record the call for a
-backward pass) belongs to the autograd layer above, which installs itself
-with `set_engine`; until then the kernel only runs the keys below it.
+handle removes it. When it runs (inside a transform, which includes the key)
+it records the call for a backward pass (`customop.autograd._engine.record`).
+A formula is a kernel, not an extra, because it is what the key runs: the
+table that serves every other key serves this one too.
 
 NOTE: why AutogradOther and not the Autograd alias. Every array carries its
 backend's autograd key (``AutogradCPU`` for numpy), so a kernel on those keys
@@ -24,76 +25,29 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final, Protocol, final
+from typing import Any, final
 
+from customop.autograd._engine import FORMULA_KEY, record
 from customop.dispatch import (
     Dispatcher,
     DispatchKey,
     DispatchKeySet,
     OperatorHandle,
     RegistrationHandle,
-    below,
+    caller_source,
 )
-from customop.dispatch._global import dispatcher as default_dispatcher
-from customop.dispatch._kernel import caller_source
+from customop.dispatch import dispatcher as default_dispatcher
 from customop.exceptions import RegistrationError
-from customop.library._hooks import op_handle
+from customop.ops import OpDefinition, operator_handle
 from customop.schema import FunctionSchema
-
-if TYPE_CHECKING:
-    from customop.library._library import Library
 
 __all__ = [
     "FORMULA_KEY",
-    "AutogradEngine",
     "AutogradFormula",
+    "check_formula",
     "formula_of",
     "register_autograd",
-    "register_autograd_on",
-    "set_engine",
 ]
-
-#: The key formulas are registered on and transforms include (see the NOTE above).
-FORMULA_KEY: Final = DispatchKey.AutogradOther
-_BELOW: Final = below(FORMULA_KEY)
-
-
-class AutogradEngine(Protocol):
-    """What runs a formula's kernel: the autograd layer's recorder (see `set_engine`)."""
-
-    def run(
-        self,
-        formula: AutogradFormula,
-        op: OperatorHandle,
-        keyset: DispatchKeySet,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-    ) -> Any:
-        """Run the op below its Autograd keys, and record the call if gradients need it."""
-        ...
-
-
-@final
-class _Forward:
-    """The engine before the autograd layer installs one: compute, record nothing."""
-
-    def run(
-        self,
-        formula: AutogradFormula,
-        op: OperatorHandle,
-        keyset: DispatchKeySet,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-    ) -> Any:
-        return op.redispatch(keyset & _BELOW, *args, **kwargs)
-
-
-_engine: list[AutogradEngine] = [_Forward()]
-
-
-def set_engine(engine: AutogradEngine) -> None:
-    """Make ``engine`` run every formula's kernel (the autograd layer calls this on import)."""
-    _engine[0] = engine
 
 
 @final
@@ -132,8 +86,8 @@ class AutogradFormula:
     def __call__(
         self, op: OperatorHandle, keyset: DispatchKeySet, /, *args: Any, **kwargs: Any
     ) -> Any:
-        """The boxed kernel: hand the call to the installed engine."""
-        return _engine[0].run(self, op, keyset, args, kwargs)
+        """The boxed kernel: compute below the Autograd keys, and record the call."""
+        return record(self, op, keyset, args, kwargs)
 
     def __repr__(self) -> str:
         return f"<AutogradFormula {self.name} {self.__name__}>"
@@ -156,7 +110,7 @@ def formula_of(op: object, *, dispatcher: Dispatcher | None = None) -> AutogradF
         if found is None:
             return None
         op = found
-    handle = op_handle(op, d, "formula_of")
+    handle = operator_handle(op, d, "formula_of")
     record = handle._entry.top(FORMULA_KEY)
     fn = None if record is None else record.fn
     return fn if isinstance(fn, AutogradFormula) else None
@@ -274,19 +228,6 @@ def _register(
     )
 
 
-def register_autograd_on(
-    library: Library,
-    op: OperatorHandle,
-    backward: Callable[..., Any],
-    setup_context: Callable[..., Any] | None,
-) -> RegistrationHandle:
-    """The formula of ``op``, owned by ``library`` (a @custom_op's: removed with it)."""
-    api = f"{op.name}.register_autograd"
-    registered = _register(op, backward, setup_context, api, caller_source())
-    library._adopt(registered)
-    return registered
-
-
 def register_autograd(
     op: object,
     backward: Callable[..., Any],
@@ -315,10 +256,9 @@ def register_autograd(
             with a CompositeImplicitAutograd kernel, or functions whose
             parameters cannot take the arguments they are called with.
     """
-    register = getattr(op, "register_autograd", None)
-    if register is not None and hasattr(op, "_library"):
-        # A @custom_op: its own library owns the formula, so a redefinition removes it.
-        return register(backward, setup_context=setup_context)  # type: ignore[no-any-return]
     d = default_dispatcher if dispatcher is None else dispatcher
-    handle = op_handle(op, d, "register_autograd")
-    return _register(handle, backward, setup_context, "register_autograd", caller_source())
+    handle = operator_handle(op, d, "register_autograd")
+    api = f"{handle.name}.register_autograd" if isinstance(op, OpDefinition) else "register_autograd"
+    registered = _register(handle, backward, setup_context, api, caller_source())
+    # A @custom_op's definition owns the formula, so a redefinition removes it.
+    return op.adopt(registered) if isinstance(op, OpDefinition) else registered

@@ -12,7 +12,7 @@ import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from customop.library._checks import Check
+from customop.ops._checks import Check
 from customop.schema import FunctionSchema, ListType, OptionalType, SchemaType
 
 if TYPE_CHECKING:

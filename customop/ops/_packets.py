@@ -18,14 +18,15 @@ import weakref
 from typing import Any, Final
 
 from customop.dispatch import Dispatcher, OperatorHandle
-from customop.dispatch._global import dispatcher as default_dispatcher
-from customop.library._binding import MISSING
-from customop.library._callgen import CallSite, compile_call, type_checkable
-from customop.library._lifetime import forget_code
-from customop.library._overload import OpOverload, bind_overload
-from customop.library._resolve import choose_overload
+from customop.dispatch import dispatcher as default_dispatcher
+from customop.ops._binding import MISSING
+from customop.ops._callgen import CallCode, compile_call, type_checkable
+from customop.ops._codegen import forget
+from customop.ops._swap import restore_class, swap_class
+from customop.ops._overload import OpOverload, bind_overload
+from customop.ops._resolve import choose_overload
 from customop.schema import FunctionSchema, OperatorName
-from customop.schema._clip import close_matches
+from customop.schema import close_matches
 
 __all__ = ["OpNamespace", "OpOverloadPacket", "Ops", "ops"]
 
@@ -74,6 +75,11 @@ class OpOverloadPacket:
         self._seen: object = None
         # The only overload, while there is one: packet calls then skip resolution.
         self._single: OpOverload | None = None
+
+    @property
+    def dispatcher(self) -> Dispatcher:
+        """The dispatcher whose operators this packet calls."""
+        return self._dispatcher
 
     @property
     def name(self) -> str:
@@ -171,10 +177,15 @@ class OpOverloadPacket:
         site = single._site
         if site is None or getattr(type(self), "_specialized_for", None) is single:
             return
-        packet_site = _PacketSite(self, single, site)
-        call = compile_call(packet_site)
-        namespace = {"__call__": staticmethod(call), "_specialized_for": single}
-        self.__class__ = type(f"OpOverloadPacket[{self.name}]", (OpOverloadPacket,), namespace)
+        packet_code = _PacketCode(self, single, site)
+        call = compile_call(packet_code)
+        swap_class(
+            self,
+            call,
+            name=f"OpOverloadPacket[{self.name}]",
+            base=OpOverloadPacket,
+            attrs={"_specialized_for": single},
+        )
 
     def _resolve(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         single = self._current_single()
@@ -198,12 +209,12 @@ class OpOverloadPacket:
         return f"<OpOverloadPacket {self.name}: overloads {', '.join(self.overloads())}>"
 
 
-class _PacketSite(CallSite):
-    """The call site of a packet specialized to its single overload."""
+class _PacketCode(CallCode):
+    """The call code of a packet specialized to its single overload."""
 
     __slots__ = ("overload", "packet")
 
-    def __init__(self, packet: OpOverloadPacket, overload: OpOverload, site: CallSite) -> None:
+    def __init__(self, packet: OpOverloadPacket, overload: OpOverload, site: CallCode) -> None:
         super().__init__(site.handle, site.schema, site.is_tensor, site.api)
         self.checks = site.checks
         self.values = site.values
@@ -221,7 +232,7 @@ class _PacketSite(CallSite):
         if self.packet._current_single() is self.overload:
             return super().slow(values, extra, unknown)
         # The packet gained or lost overloads: resolve this call like any other.
-        self.packet.__class__ = OpOverloadPacket
+        restore_class(self.packet, OpOverloadPacket)
         args, kwargs = self.split(values)
         given = {k: v for k, v in kwargs.items() if v is not MISSING} | (unknown or {})
         positional = tuple(v for v in args if v is not MISSING) + extra
@@ -324,6 +335,18 @@ class Ops:
         space = self._namespaces[ns] = OpNamespace(self._dispatcher, ns, self._index)
         return space
 
+    def loaded(self, name: OperatorName) -> tuple[Any, ...]:
+        """The call objects this tree has made for op ``name`` already: its overload,
+        and the packet when the overload is its name's only one (never makes new ones)."""
+        space = self._namespaces.get(name.namespace)
+        packet = space._packets.get(name.name) if space is not None else None
+        if packet is None:
+            return ()
+        overload = packet._overloads.get(name.overload or "default")
+        if overload is None:
+            return ()
+        return (overload, packet) if packet.overloads() == [overload.overload_name] else (overload,)
+
     def _added(self, name: OperatorName) -> None:
         names = self._index.setdefault(name.namespace, {})
         names.setdefault(name.name, {})[name.overload or "default"] = None
@@ -333,7 +356,7 @@ class Ops:
             packet._changed()
 
     def _removed(self, name: OperatorName) -> None:
-        forget_code(str(name))
+        forget("generated", str(name))
         ns = name.namespace
         names = self._index.get(ns, {})
         overloads = names.get(name.name, {})

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from customop.schema import BaseType, FunctionSchema, OptionalType
-from customop.tensor._dtype import dtype, to_dtype
+from customop.tensor import dtype, to_dtype
 
 __all__ = ["canonical_dtypes", "dtype_argument_indices"]
 

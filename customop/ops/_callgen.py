@@ -11,7 +11,7 @@ Python binds any call, then:
   keys and with the same type for every argument (a list: the same item
   types too), call that entry's kernel directly: one identity test per
   argument, and no ContextVar read while no context anywhere has local keys.
-* slow path (`CallSite.slow`): explain binding errors, check every argument
+* slow path (`CallCode.slow`): explain binding errors, check every argument
   against the schema, ask the dispatcher for the kernel, refill the cache
   when caching is allowed, and call.
 
@@ -25,33 +25,30 @@ entry is keyed on the context's local keys.
 from __future__ import annotations
 
 import keyword
-import linecache
-import sys
 from collections.abc import Callable, Sequence
-from functools import partial
 from operator import countOf
-from types import FunctionType
 from typing import Any, Final
 
-from customop.dispatch import DispatchKeySet, OperatorHandle, epoch
-from customop.dispatch._local import LOCAL_KEYS, local_state
+from customop.dispatch import LOCAL_KEYS, OperatorHandle, epoch, local_state, select_kernel
 from customop.exceptions import RegistrationError
-from customop.library._binding import MISSING, binding_error, explaining_qualname
-from customop.library._calltemplate import Shape, named_code
-from customop.library._checks import (
+from customop.ops._binding import MISSING, binding_error, explaining_qualname
+from customop.ops._calltemplate import CallShape, named_code
+from customop.ops._codegen import code_function
+from customop.ops._checks import (
     Check,
     argument_type_error,
     attached_value_checks,
     value_check,
 )
-from customop.library._debug import debug_state
+from customop.ops._debugstate import debug_state
 from customop.schema import Argument, BaseType, FunctionSchema, ListType, OptionalType
 from customop.tensor import dtype_from_code
 
 __all__ = [
-    "CallSite",
+    "CallCode",
     "can_generate",
     "compile_call",
+    "call_defaults",
     "items_checkable",
     "python_default",
     "type_checkable",
@@ -76,7 +73,7 @@ def items_checkable(tp: object) -> bool:
     return type(tp) is ListType and tp.size is None and type_checkable(tp.elem)
 
 
-class CallSite:
+class CallCode:
     """What a generated call function closes over: the op, its checks, its cache."""
 
     __slots__ = (
@@ -151,6 +148,11 @@ class CallSite:
     # first item never matches, so the first call takes the slow path.
 
     @property
+    def kernel_index(self) -> int:
+        """Where a cache entry keeps its kernel (see `_calltemplate`)."""
+        return len(self.schema.arguments) + 1
+
+    @property
     def cache(self) -> list[Any]:
         """The newest entry; setting it keeps the one it replaces as the older."""
         return self.namespace["_co_cache"]  # type: ignore[no-any-return]
@@ -167,18 +169,15 @@ class CallSite:
     def kernel(self, values: tuple[Any, ...]) -> Callable[..., Any]:
         """The kernel for these arguments now; fills the cache when it may."""
         token = epoch.calls  # read first: a change meanwhile leaves a stale token behind
-        table, mask, extract = self.handle._state
+        state = self.handle._state
         local = _local_get()
-        bits = (extract(values, {}) | local.included) & local.kept & mask
-        fn, boxed = table[bits.bit_length() - 1]
-        if boxed:
-            fn = partial(fn, self.handle, DispatchKeySet.from_bits(bits))
+        fn = select_kernel(self.handle, state, (state[2](values, {}) | local.included) & local.kept)
         if self.fast and self._static(values):
             # NOTE: an entry is keyed on the context's include/exclude keys too (the
             # value object, by identity), so calls inside `include_keys` blocks, e.g.
             # under FakeTensorMode, keep the fast path.
             items = [item_types(values[i]) for i in self.lists]
-            epoch.fill(token, self, [local, *map(type, values), fn, *items])
+            epoch.fill(token, self, [local, *map(type, values), fn, None, *items])
         return fn
 
     def _static(self, values: tuple[Any, ...]) -> bool:
@@ -209,7 +208,7 @@ class CallSite:
         # the new definition checks (a @custom_op's Literal choices may differ).
         # This code was compiled for the old checks, so with value checks the
         # cache never fills again and every call takes the checking slow path.
-        value_checks = attached_value_checks(current)
+        value_checks = attached_value_checks(self.handle, current)
         self.schema = current
         self.checks = _checks_for(current, self.is_tensor, value_checks)
         if value_checks:
@@ -292,7 +291,7 @@ def python_default(arg: Argument) -> Any:
     return value
 
 
-def compile_call(site: CallSite) -> Callable[..., Any]:
+def compile_call(site: CallCode) -> Callable[..., Any]:
     """The call function for ``site``.
 
     NOTE: classes take it as ``__call__ = staticmethod(fn)``: Python then calls
@@ -300,20 +299,13 @@ def compile_call(site: CallSite) -> Callable[..., Any]:
     instance (about 15 ns less per call than a plain method).
 
     The function is a compiled template with the schema's parameter names put
-    in; its source is registered with linecache under ``<customop generated
-    ns::op>`` so tracebacks and debuggers show it.
+    in, named ``<customop generated ns::op>`` for tracebacks (`_codegen`).
     """
     schema = site.schema
     names = tuple(arg.name for arg in schema.arguments)
     npos = site.npos
-    shape = Shape(len(names), npos, site.lists, site.fast, tuple(site.values))
-    named, lines = named_code(shape, names)
-    filename = f"<customop generated {schema.name}>"
-    # Profilers that show a code's qualname (3.11+) show the op's name.
-    if sys.version_info >= (3, 11):
-        code = named.replace(co_qualname=str(schema.name), co_filename=filename)
-    else:
-        code = named.replace(co_filename=filename)
+    shape = CallShape(len(names), npos, site.lists, site.fast, tuple(site.values))
+    code, lines = named_code(shape, names)
     namespace = site.namespace
     namespace.update(
         _co_site=site,
@@ -326,15 +318,24 @@ def compile_call(site: CallSite) -> Callable[..., Any]:
         _co_len=len,
         **{f"_co_v{index}": allowed for index, allowed in site.values.items()},
     )
-    defaults = [MISSING if a.default is None else python_default(a) for a in schema.arguments]
-    fn = FunctionType(code, namespace, "__call__", tuple(defaults[:npos]) or None)
-    fn.__kwdefaults__ = dict(zip(names[npos:], defaults[npos:], strict=True)) or None
-    fn.__qualname__ = explaining_qualname(str(schema.name), site.api, names, npos)
-    # A full entry (size, mtime None, lines, name), which checkcache keeps:
-    # linecache never loads a "<...>" name lazily, so tracebacks would show no source.
-    linecache.cache[filename] = (sum(map(len, lines)), None, lines, filename)
+    defaults = call_defaults(schema)
+    fn = code_function(
+        "generated",
+        str(schema.name),
+        code,
+        lines,
+        namespace,
+        defaults=defaults[:npos],
+        kwdefaults=dict(zip(names[npos:], defaults[npos:], strict=True)),
+        qualname=explaining_qualname(str(schema.name), site.api, names, npos),
+    )
     site.function = fn
     return fn
+
+
+def call_defaults(schema: FunctionSchema) -> list[Any]:
+    """Each parameter's default in generated code: the schema's, else `MISSING`."""
+    return [MISSING if a.default is None else python_default(a) for a in schema.arguments]
 
 
 def can_generate(schema: FunctionSchema) -> bool:

@@ -6,7 +6,7 @@ import inspect
 from typing import Any, Final, NoReturn, final
 
 from customop.schema import FunctionSchema
-from customop.schema._clip import close_matches
+from customop.schema import close_matches
 
 __all__ = ["MISSING", "binding_error", "explaining_qualname", "python_signature"]
 

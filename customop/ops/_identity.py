@@ -1,0 +1,84 @@
+"""Which op is this: one resolver from any op object (or name) to its `OperatorHandle`.
+
+torch has one, ``_maybe_get_opdef``; customop's is `operator_handle`, by
+``isinstance`` on the call objects (never by probing attributes), and
+`definition_of` for the front-end object that defined an op (a
+``@custom_op``'s `CustomOpDef`), found through the op's `DEFINITION` extra
+rather than a table beside the dispatcher.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, Any, Final
+
+from customop.dispatch import Dispatcher, Extra, OperatorHandle
+
+if TYPE_CHECKING:
+    from customop.ops._overload import OpOverload
+
+__all__ = ["DEFINITION", "OpDefinition", "definition_of", "operator_handle"]
+
+
+class OpDefinition(ABC):
+    """A front-end object that defined an op and is called like it (`CustomOpDef`).
+
+    Adapters that give an op's call objects new call code ask it for them
+    (`call_objects`); registration functions take it wherever they take an op.
+    """
+
+    __slots__ = ()
+
+    @property
+    @abstractmethod
+    def operator(self) -> OperatorHandle:
+        """The dispatcher's handle of the op this object defined."""
+
+    @property
+    @abstractmethod
+    def replaced(self) -> bool:
+        """Whether a newer definition of the name (or a removal) retired this one."""
+
+    @abstractmethod
+    def call_objects(self) -> tuple[Any, ...]:
+        """The objects made for calling the op: this one, and its bound `OpOverload`."""
+
+    @abstractmethod
+    def bound_overload(self) -> OpOverload:
+        """The `OpOverload` this definition calls through (bound on first use)."""
+
+
+#: The live front-end definition of an op (a @custom_op's), owned by its library.
+DEFINITION: Final[Extra[OpDefinition]] = Extra(
+    "definition", owner="customop.library", describe=lambda d: type(d).__name__
+)
+
+
+def definition_of(op: object, dispatcher: Dispatcher) -> OpDefinition | None:
+    """The live `OpDefinition` of ``op`` (an op object, handle or ``"ns::name"``), or None."""
+    if isinstance(op, OpDefinition):
+        return op
+    if isinstance(op, str):
+        handle = dispatcher.find_op(op)
+        return None if handle is None else handle.extra(DEFINITION)
+    if isinstance(op, OperatorHandle):
+        return op.extra(DEFINITION)
+    return None
+
+
+def operator_handle(op: object, dispatcher: Dispatcher, api: str) -> OperatorHandle:
+    """The `OperatorHandle` of an `OpDefinition`, an `OpOverload`, a handle or a name."""
+    from customop.ops._overload import OpOverload  # noqa: PLC0415 -- OpOverload imports this
+
+    if isinstance(op, OperatorHandle):
+        return op
+    if isinstance(op, str):
+        return dispatcher.find_schema_or_throw(op)
+    if isinstance(op, OpDefinition):
+        return op.operator
+    if isinstance(op, OpOverload):
+        return op.handle
+    raise TypeError(
+        f"{api}: expected an op (a CustomOpDef, an OpOverload or a name like 'ns::op'), "
+        f"got {op!r:.200}. Registrations attach to a defined operator. Pass the op or its name."
+    )
