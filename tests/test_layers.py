@@ -108,3 +108,74 @@ def test_import_customop_leaves_numpy_unloaded() -> None:
     code = "import sys, customop; print('numpy' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
+
+
+def _declared(package: str) -> tuple[set[str], set[str]]:
+    """``__all__`` and ``__internal__`` of a package's ``__init__``, read without importing."""
+    tree = ast.parse((PACKAGE / package / "__init__.py").read_text())
+    found: dict[str, set[str]] = {"__all__": set(), "__internal__": set()}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+            if name in found and isinstance(node.value, ast.List | ast.Tuple):
+                found[name] = {
+                    elt.value for elt in node.value.elts if isinstance(elt, ast.Constant)
+                }
+    return found["__all__"], found["__internal__"]
+
+
+def _own_package(path: Path) -> str:
+    parts = path.relative_to(PACKAGE).parts
+    return parts[0] if len(parts) > 1 else ""
+
+
+def _cross_imports(path: Path) -> list[tuple[str, str, str, int]]:
+    """(package, module, name, line) of each name imported from another customop package."""
+    own = _own_package(path)
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            parts = node.module.split(".")
+            outside = parts[0] == "customop" and len(parts) >= 2 and parts[1] != own
+            if outside and (PACKAGE / parts[1]).is_dir():
+                found += [(parts[1], node.module, a.name, node.lineno) for a in node.names]
+    return found
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_other_packages_are_used_through_their_declared_names(path: Path) -> None:
+    """jax's ``_src`` + facade rule: a package takes from another only what that
+    package's ``__init__`` declares, public (``__all__``) or internal (``__internal__``)."""
+    for package, module, name, line in _cross_imports(path):
+        public, internal = _declared(package)
+        if module.count(".") > 1 and name not in internal:
+            pytest.fail(
+                f"{path.relative_to(PACKAGE)}:{line} imports {name} from {module}, a private "
+                f"module of customop.{package}. Import it from customop.{package}, and if it "
+                f"is not declared there, add to customop/{package}/__init__.py:\n"
+                f"    from {module} import {name} as {name}\n"
+                f"and {name!r} to its __internal__."
+            )
+        if module.count(".") == 1 and name not in public | internal:
+            pytest.fail(
+                f"{path.relative_to(PACKAGE)}:{line} imports {name} from customop.{package}, "
+                f"which declares no such name. Add {name!r} to its __all__ (public) or "
+                "__internal__ (for sibling packages only)."
+            )
+
+
+ADAPTERS = ("torch", "dask", "autograd")
+
+
+def test_private_imports_across_packages_stay_few() -> None:
+    """The seam (issue #22): at most 25 imports of another package's private module,
+    none of them from an adapter (torch, dask, autograd)."""
+    private = [
+        (path, package, module, line)
+        for path in MODULES
+        for package, module, _, line in _cross_imports(path)
+        if module.count(".") > 1
+    ]
+    from_adapters = [p for p in private if _own_package(p[0]) in ADAPTERS]
+    assert from_adapters == []
+    assert len(private) <= 25, private

@@ -38,11 +38,11 @@ from customop.ops import kernel_slot
 from customop.ops import on_call_object
 from customop.ops import operator_handle
 
-__all__ = [
-    "MISSING",
+__all__ = [  # noqa: RUF022 -- plain sorted() order, which tests/test_public_api.py checks
     "CallShape",
     "Extra",
     "Guard",
+    "MISSING",
     "OperatorListener",
     "RegistrationHandle",
     "bind",

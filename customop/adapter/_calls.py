@@ -19,8 +19,8 @@ from customop.dispatch import dispatcher as default_dispatcher
 from customop.ops import (
     DEFINITION,
     CallShape,
-    OpOverloadPacket,
     Guard,
+    OpOverloadPacket,
     call_defaults,
     can_generate,
     compile_function,
@@ -53,9 +53,9 @@ def call_objects(handle: OperatorHandle) -> tuple[Any, ...]:
     """
     found: list[Any] = []
     definition = handle.extra(DEFINITION)
-    if definition is not None and not definition.replaced and not handle.name.overload:
-        if definition.operator is handle:
-            found += definition.call_objects()
+    live = definition is not None and not definition.replaced and not handle.name.overload
+    if live and definition is not None and definition.operator is handle:
+        found += definition.call_objects()
     if handle.dispatcher is default_dispatcher:
         loaded = ops.loaded(handle.name)
         found += [o for o in loaded if isinstance(o, OpOverloadPacket) or o.handle is handle]
@@ -87,7 +87,14 @@ def install_call(obj: Any, function: Callable[..., Any], owner: object) -> Regis
 
 
 def installed_call(obj: object) -> object | None:
-    """The owner of the adapter call code ``obj`` has, or None."""
+    """The owner of the adapter call code ``obj`` has, or None.
+
+    Args:
+        obj: a call object.
+
+    Returns:
+        The ``owner`` given to `install_call`, or None.
+    """
     return getattr(type(obj), _MARK, None)
 
 

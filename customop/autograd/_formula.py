@@ -258,7 +258,9 @@ def register_autograd(
     """
     d = default_dispatcher if dispatcher is None else dispatcher
     handle = operator_handle(op, d, "register_autograd")
-    api = f"{handle.name}.register_autograd" if isinstance(op, OpDefinition) else "register_autograd"
+    api = (
+        f"{handle.name}.register_autograd" if isinstance(op, OpDefinition) else "register_autograd"
+    )
     registered = _register(handle, backward, setup_context, api, caller_source())
     # A @custom_op's definition owns the formula, so a redefinition removes it.
     return op.adopt(registered) if isinstance(op, OpDefinition) else registered

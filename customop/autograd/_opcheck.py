@@ -14,12 +14,12 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
+from customop.autograd._formula import formula_of
 from customop.autograd._gradcheck import gradcheck
 from customop.autograd._tape import differentiable
 from customop.dispatch import DispatchKey
 from customop.exceptions import GradcheckError, OpCheckError
 from customop.fake import GRAD_CHECKS, CheckOptions
-from customop.autograd._formula import formula_of
 
 __all__ = ["check_autograd_registration", "check_gradients"]
 

@@ -13,11 +13,11 @@ from typing import Any
 
 from customop.autograd._backward import backward
 from customop.autograd._builtins import Builtins, install
+from customop.autograd._engine import FORMULA_KEY
 from customop.autograd._tape import ACTIVE, Tape, Var, differentiable
 from customop.dispatch import Dispatcher, include_keys
 from customop.dispatch import dispatcher as default_dispatcher
 from customop.exceptions import AutogradError
-from customop.autograd._engine import FORMULA_KEY
 
 __all__ = ["grad", "value_and_grad", "vjp"]
 

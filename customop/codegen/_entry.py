@@ -29,8 +29,7 @@ from customop.codegen._tables import (
     TORCH_ONLY_KEYS,
 )
 from customop.exceptions import SchemaError
-from customop.schema import FunctionSchema, parse_schema
-from customop.schema import clip_repr
+from customop.schema import FunctionSchema, clip_repr, parse_schema
 
 __all__ = ["Entry", "EntryContext", "did_you_mean", "split_keys"]
 

@@ -9,8 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from customop.exceptions import CodegenError
-from customop.schema import FunctionSchema, OperatorName
-from customop.schema import clip_repr
+from customop.schema import FunctionSchema, OperatorName, clip_repr
 
 __all__ = [
     "CodegenReport",

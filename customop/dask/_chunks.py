@@ -18,8 +18,7 @@ from typing import Any, Final, NoReturn
 from customop.dask._ref import OpRef
 from customop.dispatch import OperatorHandle
 from customop.fake import FakeTensorMode
-from customop.tensor import FakeTensor, SymInt, dtype
-from customop.tensor import to_dtype
+from customop.tensor import FakeTensor, SymInt, dtype, to_dtype
 
 __all__ = ["ChunkCall", "Slot", "chunk_meta", "fail", "whole_meta"]
 

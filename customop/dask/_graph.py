@@ -21,12 +21,12 @@ import string
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
+from customop.dask._blockwise import blockwise_rule
 from customop.dask._chunks import ChunkCall, Slot, chunk_meta, fail, whole_meta
 from customop.dask._options import current_options
 from customop.dask._ref import OpRef
 from customop.dispatch import OperatorHandle
 from customop.exceptions import MissingKernelError
-from customop.dask._blockwise import blockwise_rule
 from customop.schema import tensor_kind
 
 __all__ = ["call_on_chunks"]

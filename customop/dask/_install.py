@@ -16,6 +16,7 @@ import sys
 from typing import Any, Final
 
 from customop.dispatch import (
+    DEFAULT_SOURCE,
     Dispatcher,
     DispatchKey,
     DispatchKeySet,
@@ -23,9 +24,7 @@ from customop.dispatch import (
     RegistrationHandle,
 )
 from customop.dispatch import dispatcher as default_dispatcher
-from customop.dispatch import DEFAULT_SOURCE
-from customop.tensor import Device, dtype
-from customop.tensor import ArrayAdapter, add_adapter
+from customop.tensor import ArrayAdapter, Device, add_adapter, dtype
 
 __all__ = ["ARRAY_TYPE", "BACKEND", "DEFAULT_INSTALL", "KEY", "install"]
 

@@ -18,9 +18,8 @@ import runpy
 import sys
 from typing import Any, Final, NoReturn
 
-from customop.dispatch import DispatchKey, OperatorHandle
+from customop.dispatch import DispatchKey, OperatorHandle, RegistryLock
 from customop.dispatch import dispatcher as default_dispatcher
-from customop.dispatch import RegistryLock
 from customop.exceptions import UnknownOperatorError
 
 __all__ = ["OpRef", "defining_module"]

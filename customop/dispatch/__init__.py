@@ -27,7 +27,6 @@ from customop.dispatch._local import local_keys
 from customop.dispatch._modes import DispatchMode
 from customop.dispatch._modes import active_modes
 from customop.dispatch._modes import register_dispatch_mode
-from customop.dispatch._operator import select_kernel
 from customop.dispatch._operator import OperatorHandle
 from customop.dispatch._registry import OperatorListener
 from customop.dispatch._table import Reason
@@ -54,6 +53,7 @@ from customop.dispatch._keys import keyset_from_bits as keyset_from_bits
 from customop.dispatch._local import DEFAULT_LOCAL as DEFAULT_LOCAL
 from customop.dispatch._local import LOCAL_KEYS as LOCAL_KEYS
 from customop.dispatch._local import local_state as local_state
+from customop.dispatch._operator import select_kernel as select_kernel
 
 __internal__ = (
     "DEFAULT_LOCAL",
@@ -67,6 +67,7 @@ __internal__ = (
     "local_state",
     "run_or_defer",
     "user_stacklevel",
+    "select_kernel",
 )
 
 __all__ = [

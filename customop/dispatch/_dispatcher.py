@@ -10,7 +10,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
-from typing import Any, Literal, TypeAlias, TypeVar, final
+from typing import Literal, TypeAlias, TypeVar, final
 from weakref import WeakSet, WeakValueDictionary
 
 from customop.dispatch._changes import tell_changed

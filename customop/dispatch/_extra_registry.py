@@ -56,7 +56,9 @@ class ExtraRegistry:
         """
         source = caller_source() if source is None else source
         record = self._add_extra(op, extra, value, source, debug)
-        return RegistrationHandle(record, description=f"{extra.name} {op_name(op, '')}", source=source)
+        return RegistrationHandle(
+            record, description=f"{extra.name} {op_name(op, '')}", source=source
+        )
 
     def _add_extra(
         self,
@@ -65,6 +67,7 @@ class ExtraRegistry:
         value: T,
         source: str,
         debug: str = "",
+        *,
         then: ExtraRemoved | None = None,
     ) -> ExtraRecord[T]:
         name = op_name(op, "register_extra")
@@ -76,7 +79,7 @@ class ExtraRegistry:
             )
         with self._lock:
             entry = self._obtain(name)
-            record = ExtraRecord(extra, value, source, debug, entry, then)
+            record = ExtraRecord(extra, value, source, debug, entry, then=then)
             entry.push_extra(record)
             entry.def_and_impl_count += 1
             tell_changed(self._listeners, entry.handle)
@@ -96,4 +99,3 @@ class ExtraRegistry:
             epoch.advance()
             if record.then is not None:
                 record.then.extra_removed(record)
-

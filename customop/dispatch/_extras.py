@@ -44,9 +44,7 @@ class Extra(Generic[T]):
 
     __slots__ = ("describe", "name", "owner")
 
-    def __init__(
-        self, name: str, *, owner: str, describe: Callable[[T], str] = _describe
-    ) -> None:
+    def __init__(self, name: str, *, owner: str, describe: Callable[[T], str] = _describe) -> None:
         self.name = name
         self.owner = owner
         self.describe = describe
@@ -80,6 +78,7 @@ class ExtraRecord(Generic[T]):
         source: str,
         debug: str,
         entry: OperatorEntry,
+        *,
         then: ExtraRemoved | None = None,
     ) -> None:
         self.extra = extra

@@ -18,8 +18,8 @@ from customop.schema import FunctionSchema, OperatorName
 
 if TYPE_CHECKING:
     from customop.dispatch._dispatcher import Dispatcher
-    from customop.dispatch._extras import Extra
     from customop.dispatch._entry import CallState, OperatorEntry
+    from customop.dispatch._extras import Extra
     from customop.dispatch._models import TableEntry
 
 __all__ = ["OperatorHandle", "missing_kernel", "select_kernel", "undefined_kernel"]
@@ -71,7 +71,11 @@ class OperatorHandle:
         return self._entry.dispatcher
 
     def kernel_keys(self) -> frozenset[DispatchKey]:
-        """The keys that have a registered kernel for this op (alias keys included)."""
+        """The keys that have a registered kernel for this op (alias keys included).
+
+        Returns:
+            The keys, e.g. ``{CPU, Fake}``.
+        """
         return frozenset(self._entry.kernels)
 
     def extra(self, extra: Extra[T]) -> T | None:

@@ -14,12 +14,19 @@ from __future__ import annotations
 from types import TracebackType
 from typing import Any
 
-from customop.dispatch import DispatchKey, include_keys
-from customop.dispatch import LocalKeysGuard
-from customop.tensor import CURRENT_FAKE_MODE, Device, FakeTensor, ShapeEnv, SymInt, device_of
-from customop.tensor import dtype, to_dtype
-from customop.tensor import PLAIN_FAKE_FACTORIES
+from customop.dispatch import DispatchKey, LocalKeysGuard, include_keys
 from customop.symbolic import IntLike
+from customop.tensor import (
+    CURRENT_FAKE_MODE,
+    PLAIN_FAKE_FACTORIES,
+    Device,
+    FakeTensor,
+    ShapeEnv,
+    SymInt,
+    device_of,
+    dtype,
+    to_dtype,
+)
 
 __all__ = ["FakeTensorMode"]
 

@@ -13,9 +13,9 @@ from collections.abc import Callable, Sequence
 from typing import Any, Final, NamedTuple, TypeAlias
 
 from customop.exceptions import OpCheckError
-from customop.fake._mode import FakeTensorMode
-from customop.fake._debug import DebugCheckError, debug_checks
 from customop.fake._aliasing import arrays_in, as_numpy
+from customop.fake._debug import DebugCheckError, debug_checks
+from customop.fake._mode import FakeTensorMode
 from customop.schema import FunctionSchema
 from customop.tensor import FakeTensor, SymInt, device_of
 
@@ -162,7 +162,7 @@ def _same(a: Any, b: Any, options: CheckOptions) -> bool:
 def _test_trace(
     op: Any, name: str, args: Sequence[Any], kwargs: dict[str, Any], options: CheckOptions
 ) -> None:
-    from customop.trace import trace
+    from customop.trace import trace  # noqa: PLC0415 -- trace (same layer) imports fake
 
     dispatcher = op.dispatcher
     arrays = [i for i, a in enumerate(args) if _is_array(a)]

@@ -9,10 +9,9 @@ would check the undecorated function.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, overload
-
-import warnings
 
 from customop.autograd import register_autograd as register_formula
 from customop.dask import register_blockwise as register_rule
@@ -21,8 +20,8 @@ from customop.dispatch import (
     DispatchKey,
     OperatorHandle,
     RegistrationHandle,
-    caller_source,
     RegistryLock,
+    caller_source,
     register_dispatch_mode,
 )
 from customop.dispatch import dispatcher as default_dispatcher
@@ -36,6 +35,7 @@ from customop.library._lifetime import (
     retire,
 )
 from customop.library._registered import remember_handle
+from customop.library._spellings import TagsLike, read_tags
 from customop.ops import (
     OpDefinition,
     OpOverload,
@@ -45,7 +45,6 @@ from customop.ops import (
     enum_kernel,
     swap_class,
 )
-from customop.library._spellings import TagsLike, read_tags
 from customop.schema import (
     FunctionSchema,
     MutatesArgs,
@@ -125,15 +124,27 @@ class CustomOpDef(OpDefinition, Generic[P, R]):
         return self._replaced_by is not None or self._library.closed
 
     def call_objects(self) -> tuple[Any, ...]:
-        """This object and its bound `OpOverload` (once bound): what calls the op."""
+        """This object and its bound `OpOverload` (once bound): what calls the op.
+
+        Returns:
+            The objects, this one first.
+        """
         return (self,) if self._op is None else (self, self._op)
 
     def bound_overload(self) -> OpOverload:
-        """The `OpOverload` this definition calls (`op`)."""
+        """The `OpOverload` this definition calls (`op`).
+
+        Returns:
+            The overload, bound on first use.
+        """
         return self.op
 
     def extra_removed(self, record: object) -> None:
-        """Its `DEFINITION` extra left the op (its library closed): free the call code."""
+        """Its `DEFINITION` extra left the op (its library closed): free the call code.
+
+        Args:
+            record: the extra's record that was removed.
+        """
         retire(self)
 
     def adopt(self, registration: RegistrationHandle) -> RegistrationHandle:

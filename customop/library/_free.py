@@ -22,7 +22,6 @@ from customop.dispatch import (
 )
 from customop.dispatch import dispatcher as default_dispatcher
 from customop.exceptions import MissingKernelError, RegistrationError
-from customop.ops import canonical_dtypes, operator_handle
 from customop.library._fake_impl import remember_fake_impl
 from customop.library._hooks import (
     DEFAULT_DEVICE,
@@ -32,8 +31,8 @@ from customop.library._hooks import (
 )
 from customop.library._library import Library
 from customop.library._registered import remember_handle
-from customop.ops import check_signature
 from customop.library._spellings import TagsLike, read_tags
+from customop.ops import canonical_dtypes, check_signature, operator_handle
 from customop.schema import FunctionSchema, parse_operator_name, parse_schema
 from customop.tensor import BUILTIN_DEVICES
 

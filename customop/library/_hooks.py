@@ -8,17 +8,14 @@ they register (its handle: `handle_of`), for ops from ``@custom_op``,
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Final, TypeVar, overload
-
-from typing_extensions import TypeGuard
+from typing import TYPE_CHECKING, Any, Final, TypeGuard, TypeVar, overload
 
 from customop.dispatch import Dispatcher, DispatchKey, OperatorHandle, RegistrationHandle
 from customop.dispatch import dispatcher as default_dispatcher
 from customop.exceptions import RegistrationError
-from customop.ops import canonical_dtypes, operator_handle
 from customop.library._fake_impl import refuse_fake_over_decomposition, remember_fake_impl
 from customop.library._registered import remember_handle
-from customop.ops import check_signature
+from customop.ops import canonical_dtypes, check_signature, operator_handle
 from customop.tensor import BUILTIN_DEVICES
 
 if TYPE_CHECKING:
@@ -131,7 +128,7 @@ def _kernel_now(
 ) -> F:
     op = _by_name(op, lib, dispatcher)
     if _is_custom_op(op):
-        return op.register_kernel(device_types, fn)  # type: ignore[no-any-return]
+        return op.register_kernel(device_types, fn)  # type: ignore[return-value]
     api = "register_kernel"
     handle = operator_handle(op, _dispatcher(lib, dispatcher), api)
     keys = device_keys(handle.dispatcher, device_types, api)
@@ -150,7 +147,7 @@ def _fake_now(
     api = "register_fake"
     op = _by_name(op, lib, dispatcher)
     if _is_custom_op(op) and allow_override:
-        return op.register_fake(fn)  # type: ignore[no-any-return]
+        return op.register_fake(fn)  # type: ignore[return-value]
     handle = operator_handle(op, _dispatcher(lib, dispatcher), api)
     if not allow_override and handle.table_entry(DispatchKey.Fake).reason == "kernel":
         raise RegistrationError(
@@ -159,7 +156,7 @@ def _fake_now(
             ".remove()), or leave allow_override at True to stack the new one over it."
         )
     if _is_custom_op(op):
-        return op.register_fake(fn)  # type: ignore[no-any-return]
+        return op.register_fake(fn)  # type: ignore[return-value]
     check_signature(fn, handle.schema, api, "fake impl")
     refuse_fake_over_decomposition(handle, api)
     if lib is not None:

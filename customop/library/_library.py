@@ -14,16 +14,20 @@ from customop.dispatch import (
     DispatchKeySet,
     RegistrationHandle,
     fallthrough,
+    run_or_defer,
 )
 from customop.dispatch import dispatcher as default_dispatcher
-from customop.dispatch import run_or_defer
 from customop.exceptions import RegistrationError
-from customop.ops import canonical_dtypes
 from customop.library._fake_impl import remember_fake_impl
-from customop.ops import check_signature
 from customop.library._spellings import TagsLike, read_tags
-from customop.schema import FunctionSchema, OperatorName, parse_operator_name, parse_schema
-from customop.schema import clip_repr
+from customop.ops import canonical_dtypes, check_signature
+from customop.schema import (
+    FunctionSchema,
+    OperatorName,
+    clip_repr,
+    parse_operator_name,
+    parse_schema,
+)
 
 __all__ = ["Library", "LibraryKind", "library", "library_fragment", "library_impl"]
 

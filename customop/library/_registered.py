@@ -14,8 +14,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from customop.dispatch import RegistrationHandle
-from customop.dispatch import RegistryLock
+from customop.dispatch import RegistrationHandle, RegistryLock
 from customop.exceptions import RegistrationError
 
 __all__ = ["handle_of", "remember_handle"]

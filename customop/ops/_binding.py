@@ -5,8 +5,7 @@ from __future__ import annotations
 import inspect
 from typing import Any, Final, NoReturn, final
 
-from customop.schema import FunctionSchema
-from customop.schema import close_matches
+from customop.schema import FunctionSchema, close_matches
 
 __all__ = ["MISSING", "binding_error", "explaining_qualname", "python_signature"]
 

@@ -33,22 +33,22 @@ from customop.dispatch import LOCAL_KEYS, OperatorHandle, epoch, local_state, se
 from customop.exceptions import RegistrationError
 from customop.ops._binding import MISSING, binding_error, explaining_qualname
 from customop.ops._calltemplate import CallShape, named_code
-from customop.ops._codegen import code_function
 from customop.ops._checks import (
     Check,
     argument_type_error,
     attached_value_checks,
     value_check,
 )
+from customop.ops._codegen import code_function
 from customop.ops._debugstate import debug_state
 from customop.schema import Argument, BaseType, FunctionSchema, ListType, OptionalType
 from customop.tensor import dtype_from_code
 
 __all__ = [
     "CallCode",
+    "call_defaults",
     "can_generate",
     "compile_call",
-    "call_defaults",
     "items_checkable",
     "python_default",
     "type_checkable",
@@ -274,7 +274,14 @@ _EMPTY: Final[list[Any]] = [object()]  # matches no local-keys tuple
 
 
 def item_types(items: Sequence[Any]) -> type | tuple[type, ...]:
-    """A list's cache entry: the type all its items share, or each item's type."""
+    """A list's cache entry: the type all its items share, or each item's type.
+
+    Args:
+        items: the list argument.
+
+    Returns:
+        One type, or a tuple of types.
+    """
     if items:
         first = type(items[0])
         if countOf(map(type, items), first) == len(items):

@@ -59,7 +59,14 @@ _PLAIN: Final = Guard()
 
 
 def kernel_slot(shape: CallShape) -> int:
-    """The index of the kernel in a cache entry of ``shape``."""
+    """The index of the kernel in a cache entry of ``shape``.
+
+    Args:
+        shape: the call shape.
+
+    Returns:
+        The index; the adapter's ``aux`` value follows it.
+    """
     return 2 if shape.grouped else shape.nargs + 1
 
 

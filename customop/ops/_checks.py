@@ -24,8 +24,7 @@ from customop.schema import (
     TupleType,
     UnionType,
 )
-from customop.tensor import SymInt
-from customop.tensor import DTYPES
+from customop.tensor import DTYPES, SymInt
 
 __all__ = [
     "Check",

@@ -107,5 +107,10 @@ def code_function(
 
 
 def forget(kind: str, name: str) -> None:
-    """Drop the source kept for tracebacks of ``kind`` call code of op ``name``."""
+    """Drop the source kept for tracebacks of ``kind`` call code of op ``name``.
+
+    Args:
+        kind: as given to `compile_function`.
+        name: the op's name, ``ns::op``.
+    """
     linecache.cache.pop(filename(kind, name), None)

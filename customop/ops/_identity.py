@@ -12,7 +12,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, Final
 
-from customop.dispatch import Dispatcher, Extra, OperatorHandle
+from customop.dispatch import Dispatcher, Extra, OperatorHandle, RegistrationHandle
 
 if TYPE_CHECKING:
     from customop.ops._overload import OpOverload
@@ -47,15 +47,27 @@ class OpDefinition(ABC):
     def bound_overload(self) -> OpOverload:
         """The `OpOverload` this definition calls through (bound on first use)."""
 
+    @abstractmethod
+    def adopt(self, registration: RegistrationHandle) -> RegistrationHandle:
+        """Own ``registration`` (remove it with this definition); returns it."""
+
 
 #: The live front-end definition of an op (a @custom_op's), owned by its library.
 DEFINITION: Final[Extra[OpDefinition]] = Extra(
-    "definition", owner="customop.library", describe=lambda d: type(d).__name__
+    "definition", owner="customop.library", describe=lambda d: "@custom_op"
 )
 
 
 def definition_of(op: object, dispatcher: Dispatcher) -> OpDefinition | None:
-    """The live `OpDefinition` of ``op`` (an op object, handle or ``"ns::name"``), or None."""
+    """The live `OpDefinition` of ``op`` (an op object, handle or ``"ns::name"``), or None.
+
+    Args:
+        op: an op object, an `OperatorHandle` or a name.
+        dispatcher: where to look a name up.
+
+    Returns:
+        The definition (a ``@custom_op``'s `CustomOpDef`), or None.
+    """
     if isinstance(op, OpDefinition):
         return op
     if isinstance(op, str):
@@ -67,7 +79,20 @@ def definition_of(op: object, dispatcher: Dispatcher) -> OpDefinition | None:
 
 
 def operator_handle(op: object, dispatcher: Dispatcher, api: str) -> OperatorHandle:
-    """The `OperatorHandle` of an `OpDefinition`, an `OpOverload`, a handle or a name."""
+    """The `OperatorHandle` of an `OpDefinition`, an `OpOverload`, a handle or a name.
+
+    Args:
+        op: the op, in any of those spellings.
+        dispatcher: where to look a name up.
+        api: what errors name the caller by.
+
+    Returns:
+        The handle.
+
+    Raises:
+        TypeError: ``op`` is none of those.
+        UnknownOperatorError: a name no defined op has.
+    """
     from customop.ops._overload import OpOverload  # noqa: PLC0415 -- OpOverload imports this
 
     if isinstance(op, OperatorHandle):

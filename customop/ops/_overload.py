@@ -64,7 +64,9 @@ class OpOverload:
         return self._handle(*args, **kwargs)
 
     def _specialize(self, site: CallCode) -> Callable[..., Any]:
-        swap_class(self, site.function, name=f"OpOverload[{self.schema.name}]", only_from=OpOverload)
+        swap_class(
+            self, site.function, name=f"OpOverload[{self.schema.name}]", only_from=OpOverload
+        )
         return site.function
 
     @property
@@ -156,6 +158,15 @@ def bind_overload(
     """An `OpOverload` of ``schema`` (default: ``handle``'s current one), with its
     generated ``__call__``. ``value_checks`` replace the type checks of some
     arguments (by index); by default those attached to the schema, if any.
+
+    Args:
+        handle: the operator.
+        api: what errors name the calls by (default: the op's name).
+        value_checks: checks by argument index, replacing their type checks.
+        schema: the schema to bind (default: the op's current one).
+
+    Returns:
+        The overload (adapters' call hooks have seen it).
     """
     schema = handle.schema if schema is None else schema
     if value_checks is None:
@@ -166,4 +177,3 @@ def bind_overload(
     site = CallCode(handle, schema, is_tensor, api or str(schema.name), value_checks)
     compile_call(site)
     return adopt_overload(handle.dispatcher, OpOverload(handle, schema, site))
-

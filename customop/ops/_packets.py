@@ -17,16 +17,15 @@ import keyword
 import weakref
 from typing import Any, Final
 
-from customop.dispatch import Dispatcher, OperatorHandle
+from customop.dispatch import Dispatcher, OperatorHandle, OperatorListener
 from customop.dispatch import dispatcher as default_dispatcher
 from customop.ops._binding import MISSING
 from customop.ops._callgen import CallCode, compile_call, type_checkable
 from customop.ops._codegen import forget
-from customop.ops._swap import restore_class, swap_class
 from customop.ops._overload import OpOverload, bind_overload
 from customop.ops._resolve import choose_overload
-from customop.schema import FunctionSchema, OperatorName
-from customop.schema import close_matches
+from customop.ops._swap import restore_class, swap_class
+from customop.schema import FunctionSchema, OperatorName, close_matches
 
 __all__ = ["OpNamespace", "OpOverloadPacket", "Ops", "ops"]
 
@@ -337,7 +336,14 @@ class Ops:
 
     def loaded(self, name: OperatorName) -> tuple[Any, ...]:
         """The call objects this tree has made for op ``name`` already: its overload,
-        and the packet when the overload is its name's only one (never makes new ones)."""
+        and the packet when the overload is its name's only one (never makes new ones).
+
+        Args:
+            name: the op's name.
+
+        Returns:
+            The objects, or ``()``.
+        """
         space = self._namespaces.get(name.namespace)
         packet = space._packets.get(name.name) if space is not None else None
         if packet is None:
@@ -379,7 +385,7 @@ class Ops:
         return [*super().__dir__(), *self.namespaces()]
 
 
-class _IndexListener:
+class _IndexListener(OperatorListener):
     """Keeps an `Ops` index current; holds the `Ops` weakly (see the module note)."""
 
     __slots__ = ("_ops",)

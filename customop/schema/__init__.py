@@ -2,7 +2,7 @@
 
 from typing import TYPE_CHECKING, Any
 
-from customop.schema._lazy import load_lazily
+from customop.schema._lazy import load_lazily as load_lazily
 from customop.schema._builtin_annotations import Device
 from customop.schema._defaults import Default
 from customop.schema._model import Argument
@@ -41,7 +41,6 @@ from customop.schema._clip import clip as clip
 from customop.schema._clip import clip_repr as clip_repr
 from customop.schema._clip import close_matches as close_matches
 from customop.schema._defaults import SCALAR_TYPE_CODES as SCALAR_TYPE_CODES
-from customop.schema._lazy import load_lazily as load_lazily
 from customop.schema._model import tensor_kind as tensor_kind
 
 __internal__ = (

@@ -22,16 +22,17 @@ from typing import Any, Final, NoReturn, TypeAlias, final
 from weakref import WeakKeyDictionary
 
 from customop.dispatch import (
+    DEFAULT_SOURCE,
+    DEVICE_KEYS,
     Dispatcher,
     DispatchKey,
     DispatchKeySet,
     RegistrationHandle,
+    RegistryLock,
+    caller_source,
     epoch,
 )
-from customop.dispatch import DEVICE_KEYS
 from customop.dispatch import dispatcher as default_dispatcher
-from customop.dispatch import RegistryLock
-from customop.dispatch import DEFAULT_SOURCE, caller_source
 from customop.exceptions import DispatchKeyError
 from customop.tensor._device import Device, DeviceLike, to_device
 from customop.tensor._dtype import dtype

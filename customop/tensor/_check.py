@@ -17,8 +17,7 @@ from collections.abc import Callable, Iterable
 from contextvars import ContextVar
 from typing import Final, NoReturn
 
-from customop.symbolic import SymBool
-from customop.symbolic import IntLike, SymInt, as_int
+from customop.symbolic import IntLike, SymBool, SymInt, as_int
 
 __all__ = ["ASSUMPTION_SINK", "CheckError", "assumptions_about", "check", "check_is_size"]
 

@@ -14,8 +14,8 @@ from types import CodeType, FrameType
 from typing import Final, final
 
 from customop.dispatch import user_stacklevel
-from customop.tensor._factory import CURRENT_FAKE_MODE
 from customop.symbolic import ShapeEnv, SymInt
+from customop.tensor._factory import CURRENT_FAKE_MODE
 
 __all__ = ["DEFAULT_SHAPE_ENV", "FAKE_IMPL_CODES", "FakeImplCtx", "get_ctx"]
 

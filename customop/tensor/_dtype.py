@@ -18,8 +18,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeAlias, final
 
-from customop.schema import add_built_in
-from customop.schema import SCALAR_TYPE_CODES
+from customop.schema import SCALAR_TYPE_CODES, add_built_in
 
 __all__ = [
     "DTYPES",

@@ -33,6 +33,7 @@ from typing import Any, Final, NoReturn, Protocol
 
 from customop.dispatch import Dispatcher
 from customop.dispatch import dispatcher as default_dispatcher
+from customop.symbolic import IntLike, SymInt
 from customop.tensor._backends import (
     ArrayAdapter,
     adapter_for,
@@ -43,7 +44,6 @@ from customop.tensor._device import Device, DeviceLike, to_device
 from customop.tensor._dtype import DTypeLike, dtype, float32, to_dtype
 from customop.tensor._fake import FakeTensor, ShapeLike, to_shape
 from customop.tensor._fake_methods import check_layout
-from customop.symbolic import IntLike, SymInt
 
 __all__ = [
     "CURRENT_FAKE_MODE",

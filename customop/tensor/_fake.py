@@ -25,11 +25,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Final, NoReturn, TypeAlias, overload
 
+from customop.symbolic import IntLike, SymInt, as_int, bounds
 from customop.tensor._device import Device, DeviceLike, to_device
 from customop.tensor._dtype import DTypeLike, dtype, float32, to_dtype
 from customop.tensor._fake_methods import FakeTensorMethods
-from customop.symbolic import bounds
-from customop.symbolic import IntLike, SymInt, as_int
 
 __all__ = ["FOREIGN_SIZES", "FakeTensor", "ShapeLike", "to_shape"]
 

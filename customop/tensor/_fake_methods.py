@@ -21,11 +21,10 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Final, NoReturn
 
+from customop.symbolic import IntLike, SymBool, SymInt, as_int, sym_max, sym_min
 from customop.tensor._check import check
 from customop.tensor._device import Device, DeviceLike
 from customop.tensor._dtype import DTypeLike, dtype
-from customop.symbolic import SymBool
-from customop.symbolic import IntLike, SymInt, as_int, sym_max, sym_min
 
 if TYPE_CHECKING:
     from customop.tensor._fake import FakeTensor

@@ -9,9 +9,14 @@ from __future__ import annotations
 
 from typing import Final
 
-from customop.dispatch import Dispatcher, DispatchKey, DispatchKeySet, RegistrationHandle
+from customop.dispatch import (
+    DEFAULT_SOURCE,
+    Dispatcher,
+    DispatchKey,
+    DispatchKeySet,
+    RegistrationHandle,
+)
 from customop.dispatch import dispatcher as default_dispatcher
-from customop.dispatch import DEFAULT_SOURCE
 from customop.tensor._backends import ArrayAdapter, add_adapter
 from customop.tensor._fake import FakeTensor
 from customop.tensor._lazy import install_lazy

@@ -15,8 +15,7 @@ from __future__ import annotations
 import sys
 from typing import Any, Final
 
-from customop.dispatch import Dispatcher, DispatchKey, RegistrationHandle
-from customop.dispatch import DEFAULT_SOURCE
+from customop.dispatch import DEFAULT_SOURCE, Dispatcher, DispatchKey, RegistrationHandle
 from customop.exceptions import RegistrationError
 from customop.tensor._backends import ArrayAdapter, add_adapter, device_keys_fn
 from customop.tensor._device import Device

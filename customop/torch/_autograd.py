@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from customop.dispatch import OperatorHandle
 from customop.autograd import formula_of
+from customop.dispatch import OperatorHandle
 
 if TYPE_CHECKING:
     from customop.torch._mirror import TorchMirror

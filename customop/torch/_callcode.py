@@ -55,10 +55,15 @@ from customop.adapter import (
     kernel_slot,
     select_kernel,
 )
-from customop.dispatch import DEFAULT_LOCAL, LOCAL_KEYS, DispatchKey, DispatchKeySet, epoch
-from customop.dispatch import local_state
-from customop.ops import argument_type_error
-from customop.ops import OpOverload
+from customop.dispatch import (
+    DEFAULT_LOCAL,
+    LOCAL_KEYS,
+    DispatchKey,
+    DispatchKeySet,
+    epoch,
+    local_state,
+)
+from customop.ops import OpOverload, argument_type_error
 from customop.schema import FunctionSchema
 from customop.torch._mirror import BACKEND_KEYS, TorchMirror, mutated_positions, torch_uniform
 
@@ -84,6 +89,7 @@ _bump: Final = _C._increment_version
 #: with the entry's instead of testing each type (measured here: 2 arguments, the
 #: separate tests are ~25 ns cheaper; 14 arguments, the tuple is ~55 ns cheaper).
 _GROUPED_TYPES: Final = 8
+
 
 def _any_grad(tensors: Any) -> bool:
     return any(t is not None and t.requires_grad for t in tensors)
@@ -241,9 +247,7 @@ class TorchCall:
 
     # -- the slow path --------------------------------------------------------------
 
-    def slow(
-        self, values: tuple[Any, ...], extra: tuple[Any, ...], unknown: dict[str, Any]
-    ) -> Any:
+    def slow(self, values: tuple[Any, ...], extra: tuple[Any, ...], unknown: dict[str, Any]) -> Any:
         """A call the fast path did not take: customop's, the kernel's, or torch's."""
         if self.closed or extra or unknown or any(values[i] is MISSING for i in self.required):
             return self._customop(values, extra, unknown)

@@ -24,11 +24,8 @@ from typing import Any, Final, final
 import torch
 
 from customop.dispatch import DispatchKey, DispatchKeySet, OperatorHandle
-from customop.tensor import FakeTensor
-from customop.tensor import Device
-from customop.tensor import dtype
-from customop.tensor import CURRENT_FAKE_MODE
 from customop.symbolic import ShapeEnv
+from customop.tensor import CURRENT_FAKE_MODE, Device, FakeTensor, dtype
 
 __all__ = ["TORCH_FAKES", "fake_trampoline"]
 

@@ -189,8 +189,7 @@ def _target(target: object, dispatcher: Dispatcher | None) -> tuple[Dispatcher, 
             return d, target
         name = parse_operator_name(target)
         if not any(
-            h.name.namespace == name.namespace and h.name.name == name.name
-            for h in d.defined_ops()
+            h.name.namespace == name.namespace and h.name.name == name.name for h in d.defined_ops()
         ):
             raise UnknownOperatorError(
                 f"{api}: no operator {target[:200]!r} is defined. Only defined ops can be "

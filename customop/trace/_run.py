@@ -21,8 +21,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
 from customop.dispatch import Dispatcher, OperatorHandle, epoch
-from customop.ops import defined_names
-from customop.ops import OpOverload, bind_overload
+from customop.ops import OpOverload, bind_overload, defined_names
 from customop.trace._assume import check_assumptions
 from customop.trace._errors import fail, unknown_ops_error
 from customop.trace._meta import TensorMeta, dtype_name, size_entry

@@ -19,8 +19,7 @@ from typing import Any, Final
 from customop.dispatch import Dispatcher, DispatchKey, DispatchKeySet, OperatorHandle, include_keys
 from customop.dispatch import dispatcher as default_dispatcher
 from customop.fake import FakeTensorMode
-from customop.tensor import FakeTensor, SymInt
-from customop.tensor import ASSUMPTION_SINK, assumptions_about
+from customop.tensor import ASSUMPTION_SINK, FakeTensor, SymInt, assumptions_about
 from customop.trace._graph import Graph
 from customop.trace._meta import TensorMeta, meta_of
 from customop.trace._node import Node, NodeRef

@@ -17,9 +17,9 @@ def test_public_names() -> None:
     assert customop.dispatch.__all__ == sorted(customop.dispatch.__all__)
     assert customop.dispatch.__all__ == [
         "ArrayTypeInfo", "DispatchKey", "DispatchKeySet", "DispatchMode", "Dispatcher",
-        "DispatcherSnapshot", "Epoch", "EpochClock", "FallbackInfo", "Kernel", "KernelInfo",
-        "LibraryInfo", "LibraryKind", "LocalKeysGuard", "OperatorHandle", "OperatorInfo",
-        "OperatorListener", "Reason", "RegistrationHandle", "TableEntry", "active_modes",
+        "DispatcherSnapshot", "Epoch", "EpochClock", "Extra", "FallbackInfo", "Kernel",
+        "KernelInfo", "LibraryInfo", "LibraryKind", "LocalKeysGuard", "OperatorHandle",
+        "OperatorInfo", "OperatorListener", "Reason", "RegistrationHandle", "TableEntry", "active_modes",
         "below", "epoch", "exclude_keys", "fallthrough", "include_keys", "local_keys",
         "register_dispatch_mode",
     ]  # fmt: skip

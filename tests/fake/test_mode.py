@@ -8,8 +8,8 @@ import pytest
 from customop import Library, custom_op
 from customop.dispatch import Dispatcher
 from customop.fake import FakeTensorMode, get_ctx
-from customop.tensor import Device, FakeTensor, SymInt, dtype, empty, empty_like
 from customop.symbolic._symint import IntLike
+from customop.tensor import Device, FakeTensor, SymInt, dtype, empty, empty_like
 
 
 def _ops(d: Dispatcher) -> tuple[object, object]:

@@ -13,9 +13,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import customop
+from customop.dask._blockwise import blockwise_rule, parse_blockwise
 from customop.dispatch import Dispatcher
 from customop.library import Library, register_blockwise
-from customop.dask._blockwise import blockwise_rule, parse_blockwise
 
 
 def _matmul(dispatcher: Dispatcher) -> Any:

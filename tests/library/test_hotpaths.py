@@ -131,7 +131,9 @@ def test_cached_boxed_fallback_sees_registrations_made_since() -> None:
     x = np.ones(1)
     assert [op(x), op(x), op(x)] == ["first"] * 3
     site = op.op._site
-    assert site is not None and site.cache[site.kernel_index].func is fallback  # the fast path's entry
+    assert (
+        site is not None and site.cache[site.kernel_index].func is fallback
+    )  # the fast path's entry
     second = op.register_kernel("cpu", lambda x: "second")
     assert [op(x), op(x)] == ["second"] * 2
     customop.handle_of(second).remove()

@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 import customop
-from customop.library._lifetime import live_definition
 from customop.dispatch import Dispatcher, RegistrationHandle
 from customop.exceptions import RegistrationError
 from customop.library import Ops

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from customop.dispatch import Dispatcher, DispatchKey
+from customop.symbolic._symint import IntLike
 from customop.tensor import (
     CURRENT_FAKE_MODE,
     Device,
@@ -24,7 +25,6 @@ from customop.tensor import (
     new_empty,
     register_backend,
 )
-from customop.symbolic._symint import IntLike
 from tests.tensor.doubles import ToyArray
 
 

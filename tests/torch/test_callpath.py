@@ -11,8 +11,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 import customop
 import customop.torch
-from customop.dispatch import Dispatcher
 from customop.adapter import installed_call
+from customop.dispatch import Dispatcher
 
 
 class _Seen(TorchDispatchMode):
