@@ -70,15 +70,9 @@ def install(dispatcher: Dispatcher) -> RegistrationHandle:
         )
         handles.append(fallback)
     except BaseException:
-        while handles:
-            handles.pop().remove()
+        RegistrationHandle.group(handles).remove()
         raise
-
-    def undo() -> None:
-        while handles:
-            handles.pop().remove()
-
-    return RegistrationHandle(undo, description="dask backend", source=DEFAULT_SOURCE)
+    return RegistrationHandle.group(handles, description="dask backend", source=DEFAULT_SOURCE)
 
 
 #: What customop.dask registered in ``customop.dispatcher`` on import.

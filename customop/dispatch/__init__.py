@@ -51,6 +51,8 @@ from customop.dispatch._kernel import caller_source as caller_source
 from customop.dispatch._kernel import user_stacklevel as user_stacklevel
 from customop.dispatch._keys import keyset_from_bits as keyset_from_bits
 from customop.dispatch._local import DEFAULT_LOCAL as DEFAULT_LOCAL
+from customop.dispatch._registry import KeyLike as KeyLike
+from customop.dispatch._handles import Removable as Removable
 from customop.dispatch._local import LOCAL_KEYS as LOCAL_KEYS
 from customop.dispatch._local import local_state as local_state
 from customop.dispatch._operator import select_kernel as select_kernel
@@ -58,9 +60,11 @@ from customop.dispatch._operator import select_kernel as select_kernel
 __internal__ = (
     "DEFAULT_LOCAL",
     "DEFAULT_SOURCE",
+    "KeyLike",
     "DEVICE_KEYS",
     "LOCAL_KEYS",
     "RegistryLock",
+    "Removable",
     "caller_source",
     "dispatcher",
     "keyset_from_bits",

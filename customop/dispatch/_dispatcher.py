@@ -28,7 +28,7 @@ from customop.dispatch._kernel import (
 )
 from customop.dispatch._keys import DispatchKey
 from customop.dispatch._local import epoch
-from customop.dispatch._lookup import Lookup, OpLike
+from customop.dispatch._lookup import Lookup, NameLike
 from customop.dispatch._messages import (
     duplicate_def_error,
     fallback_conflict_error,
@@ -262,7 +262,7 @@ class Dispatcher(Lookup, ExtraRegistry):
 
     def register_impl(
         self,
-        op: OpLike,
+        op: NameLike,
         key: KeyLike | None,
         kernel: Kernel,
         *,

@@ -14,7 +14,7 @@ from customop.dispatch._registry import op_name
 if TYPE_CHECKING:
     from customop.dispatch._entry import OperatorEntry
     from customop.dispatch._guard import RegistryLock
-    from customop.dispatch._lookup import OpLike
+    from customop.dispatch._lookup import NameLike
     from customop.dispatch._registry import OperatorListener, Registration
     from customop.schema import OperatorName
 
@@ -36,7 +36,7 @@ class ExtraRegistry:
         raise NotImplementedError  # Dispatcher's
 
     def register_extra(
-        self, op: OpLike, extra: Extra[T], value: T, *, debug: str = "", source: str | None = None
+        self, op: NameLike, extra: Extra[T], value: T, *, debug: str = "", source: str | None = None
     ) -> RegistrationHandle:
         """Register ``value`` in ``op``'s slot ``extra`` (see `Extra`); newest first.
 
@@ -62,7 +62,7 @@ class ExtraRegistry:
 
     def _add_extra(
         self,
-        op: OpLike,
+        op: NameLike,
         extra: Extra[T],
         value: T,
         source: str,

@@ -4,11 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from types import TracebackType
-from typing import final
+from typing import Protocol, final
 
 from typing_extensions import Self
 
-__all__ = ["RegistrationHandle"]
+__all__ = ["RegistrationHandle", "Removable"]
+
+
+class Removable(Protocol):
+    """Anything `RegistrationHandle.group` (or a `Library`) can undo: a handle, or a
+    front-end's own undo object whose ``remove()`` runs once."""
+
+    def remove(self) -> None:
+        """Undo the registration."""
 
 
 @final
@@ -48,7 +56,7 @@ class RegistrationHandle:
 
     @classmethod
     def group(
-        cls, handles: Iterable[RegistrationHandle], *, description: str = "", source: str = ""
+        cls, handles: Iterable[Removable], *, description: str = "", source: str = ""
     ) -> RegistrationHandle:
         """One handle for several registrations: its ``remove()`` removes them newest first.
 
@@ -74,8 +82,8 @@ class RegistrationHandle:
             if errors:
                 raise errors[0]
 
-        shown = description or ", ".join(h.description for h in members)
-        where = source or (members[0].source if members else "")
+        shown = description or ", ".join(getattr(h, "description", "") for h in members)
+        where = source or getattr(members[0], "source", "") if members else source
         return cls(undo, description=shown, source=where)
 
     def __enter__(self) -> Self:

@@ -21,11 +21,11 @@ from customop.schema import OperatorName
 if TYPE_CHECKING:
     from customop.dispatch._models import DispatcherSnapshot, KernelInfo, TableEntry
 
-__all__ = ["Lookup", "OpLike"]
+__all__ = ["Lookup", "NameLike"]
 
 
 #: An operator: its name text (``"ns::op.overload"``), name model, or handle.
-OpLike: TypeAlias = str | OperatorName | OperatorHandle
+NameLike: TypeAlias = str | OperatorName | OperatorHandle
 
 
 class Lookup(Backends):
@@ -70,7 +70,7 @@ class Lookup(Backends):
 
     # -- lookup and inspection -----------------------------------------------------
 
-    def find_op(self, name: OpLike) -> OperatorHandle | None:
+    def find_op(self, name: NameLike) -> OperatorHandle | None:
         """The handle of a defined operator, or None (also for ops with only impls).
 
         A hit reads the registry without a lock; a miss waits for a registration
@@ -88,7 +88,7 @@ class Lookup(Backends):
                     return None
         return entry.handle
 
-    def find_schema_or_throw(self, name: OpLike) -> OperatorHandle:
+    def find_schema_or_throw(self, name: NameLike) -> OperatorHandle:
         """The handle of a defined operator; raises `UnknownOperatorError` naming close matches."""
         api = "find_schema_or_throw"
         key = op_name(name, api)
@@ -127,14 +127,14 @@ class Lookup(Backends):
                 )
             )
 
-    def dump(self, op: OpLike) -> str:
+    def dump(self, op: NameLike) -> str:
         """The registered state of ``op``: schema and kernels per key, with sources."""
         from customop.dispatch import _inspect  # noqa: PLC0415 - see the NOTE
 
         with self._lock:
             return _inspect.dump_state(self, self._entry(op, "dump"))
 
-    def dump_table(self, op: OpLike, *, kernels_only: bool = False) -> str:
+    def dump_table(self, op: NameLike, *, kernels_only: bool = False) -> str:
         """The computed table of ``op``: per runtime key, the kernel and why it was chosen.
 
         ``kernels_only`` leaves out the keys whose entry is missing or falls through.
@@ -146,7 +146,7 @@ class Lookup(Backends):
                 self, self._entry(op, "dump_table"), kernels_only=kernels_only
             )
 
-    def table_entry(self, op: OpLike, key: KeyLike) -> TableEntry:
+    def table_entry(self, op: NameLike, key: KeyLike) -> TableEntry:
         """The computed table entry of ``op`` for runtime ``key``."""
         dispatch_key = self.parse_key(key, api="table_entry", runtime=True)
         from customop.dispatch import _inspect  # noqa: PLC0415 - see the NOTE
@@ -161,7 +161,7 @@ class Lookup(Backends):
         with self._lock:
             return _inspect.snapshot(self)
 
-    def _entry(self, op: OpLike, api: str) -> OperatorEntry:
+    def _entry(self, op: NameLike, api: str) -> OperatorEntry:
         if isinstance(op, OperatorHandle) and op.dispatcher is self:
             return op._entry
         name = op_name(op, api)

@@ -6,13 +6,16 @@ import functools
 import sys
 from collections.abc import Callable, Mapping
 from types import TracebackType
-from typing import Any, Literal, Protocol, TypeAlias
+from typing import Any, TypeAlias
 
 from customop.dispatch import (
     Dispatcher,
     DispatchKey,
     DispatchKeySet,
+    KeyLike,
+    LibraryKind,
     RegistrationHandle,
+    Removable,
     fallthrough,
     run_or_defer,
 )
@@ -29,23 +32,13 @@ from customop.schema import (
     parse_schema,
 )
 
-__all__ = ["Library", "LibraryKind", "library", "library_fragment", "library_impl"]
-
-LibraryKind: TypeAlias = Literal["DEF", "IMPL", "FRAGMENT"]
-KeyLike: TypeAlias = DispatchKey | str
-
-
-class Removable(Protocol):
-    """What a library removes when it closes: a `RegistrationHandle`, or a front-end's
-    own undo object with a ``remove()`` that runs once (the library drops it after)."""
-
-    def remove(self) -> None: ...
+__all__ = ["Library", "library", "library_fragment", "library_impl"]
 
 
 def _close_all(handles: list[Removable]) -> None:
     # Newest first, so a kernel's removal never exposes one registered after it.
-    while handles:
-        handles.pop().remove()
+    members, handles[:] = list(handles), []
+    RegistrationHandle.group(members).remove()
 
 
 class Library:

@@ -77,8 +77,6 @@ def install_lazy(dispatcher: Dispatcher) -> RegistrationHandle:
         except RegistrationError:
             continue  # registered by the user first: theirs stands
 
-    def undo() -> None:
-        while handles:
-            handles.pop().remove()
-
-    return RegistrationHandle(undo, description="torch and cupy backends", source=DEFAULT_SOURCE)
+    return RegistrationHandle.group(
+        handles, description="torch and cupy backends", source=DEFAULT_SOURCE
+    )

@@ -143,8 +143,7 @@ class _Registry(OperatorListener):
         for mirrored in self.live.values():
             mirrored.close()
         self.live.clear()
-        for handle in reversed(self._handles):
-            handle.remove()
+        RegistrationHandle.group(self._handles).remove()
 
 
 def _shortcuts(mirrored: _Mirrored, handle: OperatorHandle) -> None:
