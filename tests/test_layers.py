@@ -23,6 +23,7 @@ LAYERS: dict[str, int] = {
     "autograd": 6,
     "torch": 7,  # adapters: each imports its own system lazily, nothing below imports them
     "dask": 7,
+    "cpp": 7,
     "codegen": 8,
     "cli": 9,
 }

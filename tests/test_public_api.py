@@ -76,6 +76,7 @@ PUBLIC = {
         "library",
         "library_fragment",
         "library_impl",
+        "load_library",
         "new_empty",
         "opcheck",
         "ops",
@@ -100,6 +101,11 @@ PUBLIC = {
         "gradcheck",
         "value_and_grad",
         "vjp",
+    ],
+    "customop.cpp": [
+        "include_path",
+        "load",
+        "load_library",
     ],
     "customop.dask": [
         "Options",
@@ -138,9 +144,11 @@ PUBLIC = {
     ],
     "customop.exceptions": [
         "AutogradError",
+        "BuildError",
         "CodegenError",
         "DispatchKeyError",
         "GradcheckError",
+        "KernelError",
         "KernelOverrideWarning",
         "MissingKernelError",
         "OpCheckError",
