@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from customop import Dispatcher
-from customop.cpp import include_path, load
-from customop.cpp import _build
+from customop.cpp import _build, include_path, load
 from customop.exceptions import BuildError
 
 HERE = Path(__file__).parent
@@ -32,7 +31,9 @@ def test_flags_are_part_of_the_cache_key(tmp_path: Path) -> None:
     source = tmp_path / "tiny.cpp"
     source.write_text("#include <customop/library.h>\nCUSTOMOP_LIBRARY(tiny, m) {}\n")
     plain = _build.build("tiny", source, build_directory=tmp_path)
-    flagged = _build.build("tiny", source, build_directory=tmp_path, extra_cflags=["-DCUSTOMOP_TEST_FLAG=1"])
+    flagged = _build.build(
+        "tiny", source, build_directory=tmp_path, extra_cflags=["-DCUSTOMOP_TEST_FLAG=1"]
+    )
     assert plain != flagged and plain.is_file() and flagged.is_file()
 
 
