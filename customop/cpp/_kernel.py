@@ -41,6 +41,10 @@ def python_kernel(
     first_tensor = next((i for i, text in enumerate(types) if text in _TENSOR_TYPES), None)
     wrap = _result_wrapper(len(inferred.returns), tvm_ffi.Tensor)
     names = tuple(kwonly)
+    if not convert and not names and first_tensor == 0 and len(inferred.returns) == 1:
+        kernel = _fast_kernel(function, op, source, tvm_ffi.Tensor)
+        kernel.__qualname__ = kernel.__name__ = f"cpp_kernel[{op}]"
+        return kernel
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
         if kwargs:
@@ -58,6 +62,25 @@ def python_kernel(
         return wrap(result, like)
 
     kernel.__qualname__ = kernel.__name__ = f"cpp_kernel[{op}]"
+    return kernel
+
+
+def _fast_kernel(function: Any, op: str, source: str, tvm_tensor: type) -> Callable[..., Any]:
+    """The common shape: tensors first, nothing to convert, one tensor returned."""
+    import numpy  # noqa: PLC0415 -- a kernel call has arrays already
+
+    ndarray, from_numpy = numpy.ndarray, numpy.from_dlpack
+
+    def kernel(*args: Any) -> Any:
+        try:
+            result = function(*args)
+        except Exception as error:  # the kernel's C++ exception, or FFI argument conversion
+            raise _failure(op, source, error) from None
+        if type(result) is not tvm_tensor:  # torch's arrive as torch tensors
+            return result
+        like = type(args[0])
+        return from_numpy(result) if like is ndarray else _from_dlpack(like)(result)
+
     return kernel
 
 
