@@ -77,6 +77,10 @@ def load_library(
             a conflict with what is registered (naming both sources).
     """
     target = default_dispatcher if dispatcher is None else dispatcher
+    # TVM-FFI first: its libtvm_ffi.so, loaded, satisfies the library's dependency on it by
+    # name, so a wheel's library needs no rpath into the build machine's site-packages.
+    import tvm_ffi  # noqa: F401, PLC0415 -- the foundation loads with the first library
+
     library = read_records(path)
     plan = _plan(library.records, target)
     functions = _functions(library.path, library.records)
