@@ -43,8 +43,25 @@ def python_kernel(
     names = tuple(kwonly)
     if not convert and not names and first_tensor == 0 and len(inferred.returns) == 1:
         kernel = _fast_kernel(function, op, source, tvm_ffi.Tensor)
-        kernel.__qualname__ = kernel.__name__ = f"cpp_kernel[{op}]"
-        return kernel
+    else:
+        kernel = _general_kernel(
+            function, op, source, convert=convert, names=names, first=first_tensor, wrap=wrap
+        )
+    kernel.__qualname__ = kernel.__name__ = f"cpp_kernel[{op}]"
+    return kernel
+
+
+def _general_kernel(
+    function: Any,
+    op: str,
+    source: str,
+    *,
+    convert: tuple[tuple[int, Callable[[Any], Any]], ...],
+    names: tuple[str, ...],
+    first: int | None,
+    wrap: Callable[[Any, type | None], Any],
+) -> Callable[..., Any]:
+    """Any shape: keywords appended in schema order, dtypes and devices converted."""
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
         if kwargs:
@@ -58,10 +75,9 @@ def python_kernel(
             result = function(*args)
         except Exception as error:  # the kernel's C++ exception, or FFI argument conversion
             raise _failure(op, source, error) from None
-        like = None if first_tensor is None else type(args[first_tensor])
+        like = None if first is None else type(args[first])
         return wrap(result, like)
 
-    kernel.__qualname__ = kernel.__name__ = f"cpp_kernel[{op}]"
     return kernel
 
 
@@ -69,7 +85,8 @@ def _fast_kernel(function: Any, op: str, source: str, tvm_tensor: type) -> Calla
     """The common shape: tensors first, nothing to convert, one tensor returned."""
     import numpy  # noqa: PLC0415 -- a kernel call has arrays already
 
-    ndarray, from_numpy = numpy.ndarray, numpy.from_dlpack
+    ndarray = numpy.ndarray
+    from_numpy: Callable[[Any], Any] = numpy.from_dlpack
 
     def kernel(*args: Any) -> Any:
         try:
