@@ -91,6 +91,7 @@ from customop.trace import trace
 import customop.dask as _dask  # noqa: F401
 
 if TYPE_CHECKING:
+    from customop.cpp import load_library
     from customop.schema import infer_schema
 
 __version__ = "0.1.0"
@@ -161,6 +162,7 @@ __all__ = [  # noqa: RUF022 -- plain sorted() order, which tests/test_public_api
     "library",
     "library_fragment",
     "library_impl",
+    "load_library",
     "new_empty",
     "opcheck",
     "ops",
@@ -180,5 +182,8 @@ __all__ = [  # noqa: RUF022 -- plain sorted() order, which tests/test_public_api
 
 
 def __getattr__(name: str) -> Any:
-    # `infer_schema` loads schema inference on first use (see customop/schema/__init__.py).
+    # `infer_schema` loads schema inference on first use (see customop/schema/__init__.py);
+    # `load_library` loads customop.cpp (ctypes; TVM-FFI only with the first library).
+    if name == "load_library":
+        return load_lazily(__name__, name, frozenset({name}), "customop.cpp")
     return load_lazily(__name__, name, frozenset({"infer_schema"}), "customop.schema")

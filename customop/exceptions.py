@@ -15,6 +15,8 @@ and each subclasses the builtin that a caller would catch anyway::
     │   └── OpCheckError                opcheck found an op that breaks its schema or fake impl
     ├── RuntimeError
     │   ├── RegistrationError           a registration that conflicts or is malformed
+    │   ├── KernelError                 a compiled (C++) kernel failed or refused its arguments
+    │   ├── BuildError                  customop.cpp.load could not compile a library
     │   ├── AutogradError               a gradient that cannot be computed, or is malformed
     │   │   └── GradcheckError          gradcheck found analytic and numeric gradients differ
     │   └── NotImplementedError
@@ -31,9 +33,11 @@ from __future__ import annotations
 
 __all__ = [
     "AutogradError",
+    "BuildError",
     "CodegenError",
     "DispatchKeyError",
     "GradcheckError",
+    "KernelError",
     "KernelOverrideWarning",
     "MissingKernelError",
     "OpCheckError",
@@ -82,6 +86,25 @@ class UnknownOperatorError(LookupError):
 
 class RegistrationError(RuntimeError):
     """A registration conflicts with an existing one or is malformed."""
+
+
+class KernelError(RuntimeError):
+    """A compiled (C++) kernel failed: a ``CUSTOMOP_CHECK``, a C++ exception, or an argument
+    it cannot take. ``op`` is the operator and ``source`` the kernel's ``file.cpp:line``."""
+
+    def __init__(self, message: str, *, op: str = "", source: str = "") -> None:
+        super().__init__(message)
+        self.op = op
+        self.source = source
+
+
+class BuildError(RuntimeError):
+    """``customop.cpp.load`` could not build a library: no compiler, or the compiler failed.
+    ``command`` is the failing command line (empty when no compiler was found)."""
+
+    def __init__(self, message: str, *, command: str = "") -> None:
+        super().__init__(message)
+        self.command = command
 
 
 class AutogradError(RuntimeError):

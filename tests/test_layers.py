@@ -26,6 +26,7 @@ LAYERS: dict[str, int] = {
     "dask": 8,
     "library": 9,
     "torch": 10,  # adapters: each imports its own system lazily, nothing below imports them
+    "cpp": 10,
     "codegen": 11,
     "cli": 12,
 }

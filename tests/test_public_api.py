@@ -76,6 +76,7 @@ PUBLIC = {
         "library",
         "library_fragment",
         "library_impl",
+        "load_library",
         "new_empty",
         "opcheck",
         "ops",
@@ -101,6 +102,11 @@ PUBLIC = {
         "register_autograd",
         "value_and_grad",
         "vjp",
+    ],
+    "customop.cpp": [
+        "include_path",
+        "load",
+        "load_library",
     ],
     "customop.dask": [
         "BLOCKWISE",
@@ -143,9 +149,11 @@ PUBLIC = {
     ],
     "customop.exceptions": [
         "AutogradError",
+        "BuildError",
         "CodegenError",
         "DispatchKeyError",
         "GradcheckError",
+        "KernelError",
         "KernelOverrideWarning",
         "MissingKernelError",
         "OpCheckError",

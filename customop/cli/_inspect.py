@@ -38,7 +38,8 @@ def add_inspect_commands(commands: Any) -> None:
             "List the operators registered on customop's process-wide dispatcher, with the "
             "keys that have kernels. With --op, show that operator's kernels per key (with "
             "where each was registered) and its computed dispatch table; with --key, only that "
-            "key. Ops come from the modules named with --module, imported first."
+            "key. Ops come from the modules named with --module, imported first, and from "
+            "the compiled libraries named with --library, loaded first."
         ),
     )
     dump.add_argument("--op", help="one operator, e.g. mylib::add or mylib::add.out")
@@ -46,6 +47,10 @@ def add_inspect_commands(commands: Any) -> None:
     dump.add_argument(
         "--module", action="append", default=[], metavar="MOD",
         help="import MOD first (it registers its ops); repeatable",
+    )  # fmt: skip
+    dump.add_argument(
+        "--library", action="append", default=[], metavar="PATH",
+        help="load the compiled C++ library PATH first (customop.load_library); repeatable",
     )  # fmt: skip
 
 
@@ -111,6 +116,10 @@ def run_infer(args: argparse.Namespace) -> str:
 def run_dump(args: argparse.Namespace) -> str:
     for module in args.module:
         _import(module)
+    for path in args.library:
+        from customop.cpp import load_library  # noqa: PLC0415 -- only dump --library loads C++
+
+        load_library(path)
     if args.op:
         handle = dispatcher.find_schema_or_throw(args.op)
         if args.key:
@@ -133,6 +142,9 @@ def run_dump(args: argparse.Namespace) -> str:
 def _no_operators(args: argparse.Namespace) -> str:
     """Why the listing is empty, and what to do about it."""
     where = f" with a kernel for {args.key}" if args.key else ""
+    if args.library and not args.module:
+        paths = ", ".join(repr(p) for p in args.library)
+        return f"no operators{where}: {paths} registered none (only IMPL blocks, or none)."
     if not args.module:
         return f"no operators{where}. Import the module that defines them with --module MOD."
     modules = ", ".join(repr(m) for m in args.module)
