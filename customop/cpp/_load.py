@@ -20,7 +20,7 @@ from customop.cpp._check import check_kernel_schema, parse_record_schema
 from customop.cpp._kernel import python_kernel
 from customop.cpp._records import BlockKind, Record, RecordKind, read_records
 from customop.dispatch import Dispatcher, DispatchKey, LibraryKind, RegistrationHandle
-from customop.dispatch._global import dispatcher as default_dispatcher
+from customop.dispatch import dispatcher as default_dispatcher
 from customop.exceptions import RegistrationError
 from customop.schema import FunctionSchema
 
@@ -100,9 +100,11 @@ def load_library(
                 target.register_impl(record.qualified, record.key, kernel, source=record.source)
             )
     except BaseException:
-        _remove_all(handles)
+        RegistrationHandle.group(handles).remove()
         raise
-    return _group(handles, f"library {library.path.name}", str(library.path))
+    return RegistrationHandle.group(
+        handles, description=f"library {library.path.name}", source=str(library.path)
+    )
 
 
 def _plan(records: tuple[Record, ...], target: Dispatcher) -> _Plan:
@@ -181,18 +183,3 @@ def _kernel(
         inferred=inferred,
         kwonly=kwonly,
     )
-
-
-def _remove_all(handles: list[RegistrationHandle]) -> None:
-    for handle in reversed(handles):
-        handle.remove()
-
-
-def _group(handles: list[RegistrationHandle], description: str, source: str) -> RegistrationHandle:
-    # NOTE: a stand-in for RegistrationHandle.group (being added to customop.dispatch):
-    # one handle that removes the others, newest first.
-    group = getattr(RegistrationHandle, "group", None)
-    if group is not None:
-        grouped: RegistrationHandle = group(handles)
-        return grouped
-    return RegistrationHandle(lambda: _remove_all(handles), description=description, source=source)
