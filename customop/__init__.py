@@ -20,9 +20,13 @@ from customop.dispatch import fallthrough
 from customop.dispatch import include_keys
 from customop.dispatch import dispatcher
 from customop.exceptions import AutogradError
+from customop.exceptions import CheckError
 from customop.exceptions import CodegenError
+from customop.exceptions import DataDependentError
+from customop.exceptions import DebugCheckError
 from customop.exceptions import DispatchKeyError
 from customop.exceptions import GradcheckError
+from customop.exceptions import GraphError
 from customop.exceptions import KernelOverrideWarning
 from customop.exceptions import MissingKernelError
 from customop.exceptions import OpCheckError
@@ -34,7 +38,6 @@ from customop.fake import FakeTensorMode
 from customop.fake import get_ctx
 from customop.fake import opcheck
 from customop.library import CustomOpDef
-from customop.library import DebugCheckError
 from customop.library import Library
 from customop.library import OpOverload
 from customop.library import OpOverloadPacket
@@ -98,8 +101,10 @@ __version__ = "0.1.0"
 
 __all__ = [  # noqa: RUF022 -- plain sorted() order, which tests/test_public_api.py checks
     "AutogradError",
+    "CheckError",
     "CodegenError",
     "CustomOpDef",
+    "DataDependentError",
     "DebugCheckError",
     "Device",
     "DispatchKey",
@@ -112,6 +117,7 @@ __all__ = [  # noqa: RUF022 -- plain sorted() order, which tests/test_public_api
     "FunctionSchema",
     "GradcheckError",
     "Graph",
+    "GraphError",
     "KernelOverrideWarning",
     "Library",
     "MissingKernelError",

@@ -8,13 +8,17 @@ and each subclasses the builtin that a caller would catch anyway::
     │   ├── SchemaError                 an invalid schema model or value
     │   │   └── SchemaParseError        schema text that does not parse
     │   ├── DispatchKeyError            a dispatch key name or key set that is not valid
+    │   ├── GraphError                  a malformed graph, or inputs that do not fit it
     │   └── CodegenError                a declaration file (ops.yaml) with invalid entries
     ├── LookupError
     │   └── UnknownOperatorError        an operator with no def (no schema) in the dispatcher
     ├── AssertionError
-    │   └── OpCheckError                opcheck found an op that breaks its schema or fake impl
+    │   ├── OpCheckError                opcheck found an op that breaks its schema or fake impl
+    │   └── DebugCheckError             under debug_checks(), a call broke its schema
     ├── RuntimeError
     │   ├── RegistrationError           a registration that conflicts or is malformed
+    │   ├── CheckError                  a condition given to customop.check is False
+    │   ├── DataDependentError          a branch on a size no fact decides (a data-dependent one)
     │   ├── KernelError                 a compiled (C++) kernel failed or refused its arguments
     │   ├── BuildError                  customop.cpp.load could not compile a library
     │   ├── AutogradError               a gradient that cannot be computed, or is malformed
@@ -34,9 +38,13 @@ from __future__ import annotations
 __all__ = [
     "AutogradError",
     "BuildError",
+    "CheckError",
     "CodegenError",
+    "DataDependentError",
+    "DebugCheckError",
     "DispatchKeyError",
     "GradcheckError",
+    "GraphError",
     "KernelError",
     "KernelOverrideWarning",
     "MissingKernelError",
@@ -152,3 +160,37 @@ class CodegenError(ValueError):
 
 class OpCheckError(AssertionError):
     """`opcheck` found that an op breaks its schema, its fake impl, or tracing."""
+
+
+class GraphError(ValueError):
+    """A graph that breaks an invariant, a JSON text that is not a graph, or
+    inputs whose dtype, rank or sizes do not fit the graph's placeholders.
+
+    ``problems`` holds one line per problem when several were collected (lint).
+    """
+
+    def __init__(self, message: str, *, problems: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.problems = problems
+
+
+class DebugCheckError(AssertionError):
+    """An op call broke its schema: it mutated an input it does not declare, or
+    returned an alias of an input from a functional op."""
+
+
+class CheckError(RuntimeError):
+    """A condition given to `check` (or `check_is_size`) is False."""
+
+
+class DataDependentError(RuntimeError):
+    """``bool()`` of a comparison of SymInts that neither ranges nor recorded facts decide.
+
+    The value of a data-dependent size is unknown while tracing or running
+    fake impls, so a branch on it cannot be taken. ``expression`` is the text
+    of the comparison that failed.
+    """
+
+    def __init__(self, message: str, *, expression: str = "") -> None:
+        super().__init__(message)
+        self.expression = expression

@@ -12,8 +12,10 @@ import customop
 PUBLIC = {
     "customop": [
         "AutogradError",
+        "CheckError",
         "CodegenError",
         "CustomOpDef",
+        "DataDependentError",
         "DebugCheckError",
         "Device",
         "DispatchKey",
@@ -26,6 +28,7 @@ PUBLIC = {
         "FunctionSchema",
         "GradcheckError",
         "Graph",
+        "GraphError",
         "KernelOverrideWarning",
         "Library",
         "MissingKernelError",
@@ -150,9 +153,13 @@ PUBLIC = {
     "customop.exceptions": [
         "AutogradError",
         "BuildError",
+        "CheckError",
         "CodegenError",
+        "DataDependentError",
+        "DebugCheckError",
         "DispatchKeyError",
         "GradcheckError",
+        "GraphError",
         "KernelError",
         "KernelOverrideWarning",
         "MissingKernelError",

@@ -111,8 +111,7 @@ def formula_of(op: object, *, dispatcher: Dispatcher | None = None) -> AutogradF
             return None
         op = found
     handle = operator_handle(op, d, "formula_of")
-    record = handle._entry.top(FORMULA_KEY)
-    fn = None if record is None else record.fn
+    fn = handle.registered_kernel(FORMULA_KEY)
     return fn if isinstance(fn, AutogradFormula) else None
 
 
@@ -220,7 +219,7 @@ def _register(
     source: str,
 ) -> RegistrationHandle:
     schema = handle.schema
-    kernel_keys = frozenset(handle._entry.kernels)
+    kernel_keys = handle.kernel_keys()
     check_formula(schema, backward, setup_context, api, kernel_keys)
     formula = AutogradFormula(backward, setup_context, schema)
     return handle.dispatcher.register_impl(

@@ -18,8 +18,10 @@ from customop.autograd._formula import formula_of
 from customop.autograd._gradcheck import gradcheck
 from customop.autograd._tape import differentiable
 from customop.dispatch import DispatchKey
+from customop.dispatch import dispatcher as default_dispatcher
 from customop.exceptions import GradcheckError, OpCheckError
 from customop.fake import GRAD_CHECKS, CheckOptions
+from customop.ops import operator_handle
 
 __all__ = ["check_autograd_registration", "check_gradients"]
 
@@ -36,8 +38,8 @@ def check_autograd_registration(
     """Fail when gradients cannot flow through ``op`` (torch's check of that name)."""
     if not _floats(args, kwargs):
         return  # nothing to differentiate
-    handle = op.op.handle if hasattr(op, "_library") else op.handle
-    keys = set(handle._entry.kernels)
+    handle = operator_handle(op, default_dispatcher, "opcheck")
+    keys = set(handle.kernel_keys())
     if DispatchKey.CompositeImplicitAutograd in keys or formula_of(handle) is not None:
         return
     backends = sorted(

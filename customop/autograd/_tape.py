@@ -100,21 +100,13 @@ def differentiable(value: Any) -> bool:
 _FLOAT_CAP: Final = 1024
 
 
-_POSITIONS: dict[int, tuple[FunctionSchema, tuple[tuple[int, str, bool], ...]]] = {}
-
-
 def tensor_positions(schema: FunctionSchema) -> tuple[tuple[int, str, bool], ...]:
-    """``(index, name, is_list)`` of the schema's tensor arguments (memoized per schema)."""
-    found = _POSITIONS.get(id(schema))
-    if found is None or found[0] is not schema:
-        positions = tuple(
-            (index, schema.arguments[index].name, kind in ("list", "optional_list"))
-            for index, kind in schema.tensor_argument_positions
-        )
-        if len(_POSITIONS) >= _FLOAT_CAP:
-            _POSITIONS.clear()  # schemas of ops long gone: start over rather than grow
-        found = _POSITIONS[id(schema)] = (schema, positions)
-    return found[1]
+    """``(index, name, is_list)`` of the schema's tensor arguments."""
+    arguments = schema.arguments
+    return tuple(
+        (index, arguments[index].name, kind in ("list", "optional_list"))
+        for index, kind in schema.tensor_argument_positions
+    )
 
 
 def bind_inputs(

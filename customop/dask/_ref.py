@@ -38,9 +38,8 @@ _scripts: set[str] = set()  # scripts already run in this process
 def defining_module(op: OperatorHandle) -> str:
     """The module whose kernels define ``op`` (its CPU, composite or fake kernel's)."""
     for key in _KERNEL_KEYS:
-        stack = op._entry.kernels.get(key)
-        if stack:
-            fn = stack[0].fn
+        fn = op.registered_kernel(key)
+        if fn is not None:
             module = getattr(getattr(fn, "__wrapped__", fn), "__module__", None)
             if isinstance(module, str) and not module.startswith("customop."):
                 return module

@@ -169,7 +169,9 @@ class Dispatcher(Lookup, ExtraRegistry):
             entry.kernel_hint = kernel_hint
             entry.def_count += 1
             entry.def_and_impl_count += 1
-            self._push_impls(entry, records)  # publishes; also with no kernels: the schema
+            # Publishes (also with no kernels: the schema); listeners hear of the op
+            # once, with its first kernels, from `_announce`.
+            self._push_impls(entry, records, notify=False)
             try:
                 self._announce(entry)
             except BaseException:
@@ -181,7 +183,9 @@ class Dispatcher(Lookup, ExtraRegistry):
         undo = _RemoveDef(self, entry, records)
         return RegistrationHandle(undo, description=f"def {text}", source=source)
 
-    def _push_impls(self, entry: OperatorEntry, records: Sequence[KernelRecord]) -> None:
+    def _push_impls(
+        self, entry: OperatorEntry, records: Sequence[KernelRecord], *, notify: bool = True
+    ) -> None:
         """Push kernels on their stacks (warning of overrides), rebuild, publish."""
         for record in records:
             previous = entry.top(record.key)
@@ -193,7 +197,8 @@ class Dispatcher(Lookup, ExtraRegistry):
             entry.push(record)
             entry.def_and_impl_count += 1
         entry.rebuild_keys(affected_keys(r.key for r in records), self._fallbacks)
-        tell_changed(self._listeners, entry.handle)
+        if notify:
+            tell_changed(self._listeners, entry.handle)
 
     def _drop_impls(self, entry: OperatorEntry, records: Sequence[KernelRecord]) -> None:
         live = [record for record in reversed(records) if record.alive]

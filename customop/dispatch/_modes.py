@@ -24,7 +24,7 @@ from typing import Any, Final, final
 from typing_extensions import Self
 
 from customop.dispatch._dispatcher import LIVE_DISPATCHERS, Dispatcher
-from customop.dispatch._guard import RegistryLock
+from customop.dispatch._extras import Extra, ExtraRecord
 from customop.dispatch._handles import RegistrationHandle
 from customop.dispatch._kernel import DEFAULT_SOURCE, caller_source
 from customop.dispatch._keys import DispatchKey, DispatchKeySet
@@ -56,10 +56,11 @@ _BELOW_PYTHON: Final = DispatchKeySet.full().below(DispatchKey.Python)
 _installed: weakref.WeakKeyDictionary[Dispatcher, RegistrationHandle | None] = (
     weakref.WeakKeyDictionary()
 )
-#: dispatcher -> op name -> mode class -> (rule, source).
-_rules_lock: Final = RegistryLock()
-_rules: weakref.WeakKeyDictionary[Dispatcher, dict[str, dict[type, tuple[ModeRule, str]]]] = (
-    weakref.WeakKeyDictionary()
+#: An op's own rules under mode classes: ``(mode class, rule)`` per registration.
+MODE_RULES: Final[Extra[tuple[type, ModeRule]]] = Extra(
+    "dispatch mode rule",
+    owner="customop.dispatch",
+    describe=lambda found: f"{found[0].__qualname__}: {getattr(found[1], '__name__', found[1])}",
 )
 
 
@@ -157,15 +158,19 @@ def _array_types(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[type, .
     return tuple(found)
 
 
+def _rules_of(op: OperatorHandle) -> dict[type, ExtraRecord[tuple[type, ModeRule]]]:
+    """The op's live rule of each mode class."""
+    return {r.value[0]: r for r in op._entry.extras if r.extra is MODE_RULES}
+
+
 def _rule_for(op: OperatorHandle, mode_type: type) -> ModeRule | None:
-    by_op = _rules.get(op.dispatcher)
-    rules = None if by_op is None else by_op.get(str(op.name))
-    if not rules:
+    if not op._entry.extras:
         return None
+    rules = _rules_of(op)
     for kind in mode_type.__mro__:
         found = rules.get(kind)
         if found is not None:
-            return found[0]
+            return found.value[1]
     return None
 
 
@@ -212,24 +217,15 @@ def register_dispatch_mode(op: OperatorHandle, mode: type, fn: ModeRule) -> Regi
             "args, kwargs). Pass a function."
         )
     source = caller_source()
-    entry = (fn, source)
-    with _rules_lock:
-        rules = _rules.setdefault(op.dispatcher, {}).setdefault(str(op.name), {})
-        existing = rules.get(mode)
-        if existing is None:
-            rules[mode] = entry
-    if existing is not None:
-        raise RegistrationError(
-            f"{api}: {op.name} already has a rule for {mode.__qualname__}, registered at "
-            f"{existing[1]} (this one at {source}). One rule per op and mode class keeps the "
-            "behaviour unambiguous. Remove the first rule's handle before registering another."
-        )
-
-    def undo() -> None:
-        with _rules_lock:
-            if rules.get(mode) is entry:
-                del rules[mode]
-
-    return RegistrationHandle(
-        undo, description=f"dispatch mode rule {op.name} {mode.__qualname__}", source=source
-    )
+    with op.dispatcher.lock:  # the check and the registration are one write
+        existing = _rules_of(op).get(mode)
+        if existing is not None:
+            raise RegistrationError(
+                f"{api}: {op.name} already has a rule for {mode.__qualname__}, registered at "
+                f"{existing.source} (this one at {source}). One rule per op and mode class "
+                "keeps the behaviour unambiguous. Remove the first rule's handle before "
+                "registering another."
+            )
+        record = op.dispatcher._add_extra(op, MODE_RULES, (mode, fn), source)
+    description = f"dispatch mode rule {op.name} {mode.__qualname__}"
+    return RegistrationHandle(record, description=description, source=source)

@@ -70,6 +70,18 @@ class OperatorHandle:
         """The dispatcher that holds this operator."""
         return self._entry.dispatcher
 
+    def registered_kernel(self, key: DispatchKey) -> Callable[..., Any] | None:
+        """The newest kernel registered on ``key`` itself (no table precedence), or None.
+
+        Args:
+            key: a dispatch key (alias keys included).
+
+        Returns:
+            The kernel as registered, or None.
+        """
+        stack = self._entry.kernels.get(key)
+        return stack[0].fn if stack else None
+
     def kernel_keys(self) -> frozenset[DispatchKey]:
         """The keys that have a registered kernel for this op (alias keys included).
 
@@ -156,8 +168,10 @@ class OperatorHandle:
         return f"<OperatorHandle {self._entry.name}{state}>"
 
 
-def select_kernel(handle: OperatorHandle, state: CallState, bits: int) -> Callable[..., Any]:
-    """The kernel that serves key bits ``bits`` in ``state`` (``handle``'s table, read once).
+def select_kernel(
+    handle: OperatorHandle, bits: int, state: CallState | None = None
+) -> Callable[..., Any]:
+    """The kernel that serves key bits ``bits`` in ``handle``'s table (or ``state``, read once).
 
     The one place outside a handle's own calls that picks a kernel: the
     non-fallthrough mask applies, the highest key's slot wins, and a boxed
@@ -166,13 +180,14 @@ def select_kernel(handle: OperatorHandle, state: CallState, bits: int) -> Callab
 
     Args:
         handle: the operator.
-        state: ``handle``'s call state (``(table, mask, extract)``), read once by the caller.
         bits: the key bits of the call (after the local include/exclude sets).
+        state: the handle's call state, when the caller already read it (its
+            extractor computed ``bits``): then the table is the same one.
 
     Returns:
         A callable taking the op's arguments.
     """
-    table, mask, _ = state
+    table, mask, _ = handle._state if state is None else state
     bits &= mask
     fn, boxed = table[bits.bit_length() - 1]
     return partial(fn, handle, keyset_from_bits(bits)) if boxed else fn

@@ -13,16 +13,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from customop.exceptions import DebugCheckError
 from customop.fake._aliasing import arrays_in, changed, shares_memory, snapshot
 from customop.ops import debug_state
 from customop.schema import FunctionSchema
 
 __all__ = ["DebugCheckError", "debug_checks", "run_checked"]
-
-
-class DebugCheckError(AssertionError):
-    """An op call broke its schema: it mutated an input it does not declare, or
-    returned an alias of an input from a functional op."""
 
 
 def _argument_values(

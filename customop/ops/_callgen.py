@@ -171,7 +171,8 @@ class CallCode:
         token = epoch.calls  # read first: a change meanwhile leaves a stale token behind
         state = self.handle._state
         local = _local_get()
-        fn = select_kernel(self.handle, state, (state[2](values, {}) | local.included) & local.kept)
+        bits = (state[2](values, {}) | local.included) & local.kept
+        fn = select_kernel(self.handle, bits, state)
         if self.fast and self._static(values):
             # NOTE: an entry is keyed on the context's include/exclude keys too (the
             # value object, by identity), so calls inside `include_keys` blocks, e.g.

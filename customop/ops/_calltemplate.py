@@ -19,6 +19,8 @@ from __future__ import annotations
 from types import CodeType
 from typing import Final, NamedTuple
 
+from customop.ops._codegen import compile_template
+
 __all__ = ["CallShape", "Guard", "kernel_slot", "named_code", "render"]
 
 # Beyond this many list arguments the item loops would nest too deep (CPython
@@ -185,9 +187,7 @@ def _template(shape: CallShape) -> CodeType:
     code = _TEMPLATES.get(shape)
     if code is None:
         placeholders = [f"_co_a{i}" for i in range(shape.nargs)]
-        module = compile(render(placeholders, shape), "<customop>", "exec")
-        code = next(c for c in module.co_consts if isinstance(c, CodeType))
-        _TEMPLATES[shape] = code
+        code = _TEMPLATES[shape] = compile_template(render(placeholders, shape))
     return code
 
 

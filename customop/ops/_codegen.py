@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from types import CodeType, FunctionType
 from typing import Any
 
-__all__ = ["code_function", "compile_function", "filename", "forget"]
+__all__ = ["code_function", "compile_function", "compile_template", "filename", "forget"]
 
 
 def filename(kind: str, name: str) -> str:
@@ -67,6 +67,13 @@ def compile_function(
     fn: FunctionType = namespace.pop("__call__")
     _remember(path, source.splitlines(keepends=True))
     return _finish(fn, defaults, kwdefaults or {}, qualname)
+
+
+def compile_template(source: str) -> CodeType:
+    """The code object of the one ``def`` in ``source``: a template that `code_function`
+    later names for each op (its source lines are registered then, per op)."""
+    module = compile(source, "<customop>", "exec")
+    return next(c for c in module.co_consts if isinstance(c, CodeType))
 
 
 def code_function(

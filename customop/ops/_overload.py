@@ -86,6 +86,12 @@ class OpOverload:
         return python_signature(self.schema, method=False)
 
     @property
+    def call_code(self) -> CallCode | None:
+        """The generated call code's state (checks, cache, shape facts), or None for a
+        schema whose names cannot be Python parameters. Read-only, for adapters."""
+        return self._site
+
+    @property
     def handle(self) -> OperatorHandle:
         """The dispatcher's handle of this operator."""
         return self._handle

@@ -17,24 +17,12 @@ import math
 from collections.abc import Mapping
 from typing import Final, NoReturn, TypeAlias, final
 
+from customop.exceptions import DataDependentError
 from customop.symbolic._expr import Bound, Expr
 from customop.symbolic._facts import Facts, normal_forms
 from customop.symbolic._ops import bounds, shifted
 
 __all__ = ["DataDependentError", "Relation", "SymBool", "compare", "show_range"]
-
-
-class DataDependentError(RuntimeError):
-    """``bool()`` of a comparison of SymInts that neither ranges nor recorded facts decide.
-
-    The value of a data-dependent size is unknown while tracing or running
-    fake impls, so a branch on it cannot be taken. ``expression`` is the text
-    of the comparison that failed.
-    """
-
-    def __init__(self, message: str, *, expression: str = "") -> None:
-        super().__init__(message)
-        self.expression = expression
 
 
 def show_range(expr: Expr) -> str:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 from contextvars import ContextVar
 from typing import Final, NoReturn
 
+from customop.exceptions import CheckError
 from customop.symbolic import IntLike, SymBool, SymInt, as_int
 
 __all__ = ["ASSUMPTION_SINK", "CheckError", "assumptions_about", "check", "check_is_size"]
@@ -27,10 +28,6 @@ ASSUMPTION_SINK: Final[ContextVar[list[str] | None]] = ContextVar(
 )
 
 Message = str | Callable[[], str] | None
-
-
-class CheckError(RuntimeError):
-    """A condition given to `check` (or `check_is_size`) is False."""
 
 
 def check(cond: bool | SymBool, msg: Message = None) -> None:

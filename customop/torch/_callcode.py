@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Callable
-from functools import partial
 from operator import countOf
 from typing import Any, Final
 
@@ -113,7 +112,7 @@ class TorchCall:
         self.schema: FunctionSchema = mirror.schema
         #: customop's own call object for the op: errors, checks, non-torch arrays.
         self.plain: OpOverload = bind(self.handle, schema=self.schema)
-        code = self.plain._site
+        code = self.plain.call_code
         self.checks = code.checks if code is not None else ()
         self.api = code.api if code is not None else str(self.schema.name)
         arguments = self.schema.arguments
@@ -190,7 +189,7 @@ class TorchCall:
     def _guard(self) -> Guard:
         """Dynamo's reroute first; then, after a cache hit, what torch must still allow."""
         names, npos = self.names, self.npos
-        if self.plain._site is None:  # no generated code: *args, **kwargs
+        if self.plain.call_code is None:  # no generated code: *args, **kwargs
             call_args = "*args, **kwargs"
         else:
             call_args = ", ".join([*names[:npos], *(f"{n}={n}" for n in names[npos:])])
@@ -334,15 +333,17 @@ class TorchCall:
 
     def _kernel(self, values: tuple[Any, ...]) -> Callable[..., Any]:
         """customop's kernel for these tensors' backend (not its autograd keys)."""
-        state = self.handle._state
-        return select_kernel(self.handle, state, state[2](values, {}) & BACKEND_KEYS.bits)
+        args, kwargs = self._split(values)
+        keys = self.handle.dispatch_keyset(*args, **kwargs)
+        return select_kernel(self.handle, keys.bits & BACKEND_KEYS.bits)
 
     def _cpu_kernel(self) -> tuple[Callable[..., Any], bool]:
         """customop's cpu kernel, and whether every backend has it (a
         CompositeExplicitAutograd body), so that it serves every device."""
-        state = self.handle._state
-        fn = select_kernel(self.handle, state, _CPU_KEYS.bits)
-        return fn, not isinstance(fn, partial) and torch_uniform(self.handle, state[0])
+        uniform = torch_uniform(self.handle)
+        if uniform is not None:
+            return uniform, True
+        return select_kernel(self.handle, _CPU_KEYS.bits), False
 
     def _split(self, values: tuple[Any, ...]) -> tuple[tuple[Any, ...], dict[str, Any]]:
         npos = self.npos

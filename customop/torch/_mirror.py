@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from functools import partial
 from typing import Any, Final
 
 import torch
@@ -33,7 +34,7 @@ from customop.schema import FunctionSchema
 from customop.torch._autograd import has_formula, register_formula
 from customop.torch._fake import fake_trampoline
 
-__all__ = ["BACKEND_INDICES", "BACKEND_KEYS", "TorchMirror", "mutated_positions", "torch_uniform"]
+__all__ = ["BACKEND_KEYS", "TorchMirror", "mutated_positions", "torch_uniform"]
 
 #: customop keys mirrored as torch kernels, with torch's name for each.
 _KERNEL_KEYS: Final = (
@@ -46,11 +47,6 @@ _KERNEL_KEYS: Final = (
 )
 #: The runtime backend keys: what a trampoline keeps of customop's keys for a call.
 BACKEND_KEYS: Final = DispatchKeySet(*(key for key in DispatchKey if key.is_backend))
-#: Table indices of the backend keys: one kernel in all of them serves every device.
-BACKEND_INDICES: Final = tuple(
-    DispatchKeySet(key).bits.bit_length() - 1 for key in DispatchKey if key.is_backend
-)
-_FIRST: Final = BACKEND_INDICES[0]
 #: Backends a torch tensor always maps to; PrivateUse2/3 only when renamed to a torch
 #: device type (the dask adapter's "dask" PrivateUse3 never is).
 _TORCH_BACKENDS: Final = (
@@ -71,7 +67,7 @@ def _is_torch_device(name: str) -> bool:
 
 
 def _reachable(handle: OperatorHandle) -> tuple[int, ...]:
-    """Table indices of the backends a torch tensor can pick in ``handle``'s dispatcher."""
+    """Key bits of each backend a torch tensor can pick in ``handle``'s dispatcher."""
     dispatcher = handle.dispatcher
     token = epoch.token  # renames advance the epoch
     found = _REACHABLE.get((token, id(dispatcher)))
@@ -82,18 +78,20 @@ def _reachable(handle: OperatorHandle) -> tuple[int, ...]:
             for key in (DispatchKey.PrivateUse2, DispatchKey.PrivateUse3)
             if _is_torch_device(dispatcher.key_name(key))
         ]
-        found = tuple(DispatchKeySet(key).bits.bit_length() - 1 for key in keys)
+        found = tuple(DispatchKeySet(key).bits for key in keys)
         if len(_REACHABLE) > 64:
             _REACHABLE.clear()
         _REACHABLE[(token, id(dispatcher))] = found
     return found
 
 
-def torch_uniform(handle: OperatorHandle, table: Any) -> bool:
-    """Whether one kernel of ``table`` serves every backend a torch tensor can have
-    (a CompositeExplicitAutograd body): then it runs for any torch device."""
-    slot = table[_FIRST]
-    return not slot[1] and all(table[i] is slot for i in _reachable(handle))
+def torch_uniform(handle: OperatorHandle) -> Callable[..., Any] | None:
+    """The one kernel that serves every backend a torch tensor can have (a
+    CompositeExplicitAutograd body), which then runs for any torch device; else None."""
+    first, *others = (select_kernel(handle, bits) for bits in _reachable(handle))
+    if isinstance(first, partial) or any(kernel is not first for kernel in others):
+        return None  # boxed kernels come bound anew each time: never one for all
+    return first
 
 
 #: torch.library, untyped for mypy (its functions are not annotated).
@@ -247,23 +245,22 @@ def _backend_trampoline(handle: OperatorHandle, key: DispatchKey) -> Callable[..
         bits = DispatchKeySet(key).bits
 
         def kernel(*args: Any, **kwargs: Any) -> Any:
-            return select_kernel(handle, handle._state, bits)(*args, **kwargs)
+            return select_kernel(handle, bits)(*args, **kwargs)
 
     else:
         keys_of = handle.dispatch_keyset
         redispatch = handle.redispatch
         backend = BACKEND_KEYS
-        # The last table found uniform: the check runs once per registration change.
+        # The uniform kernel as of the last registration change (None: not uniform).
         seen: list[Any] = [None, None]
 
         def kernel(*args: Any, **kwargs: Any) -> Any:
-            table = handle._state[0]
             token = epoch.token
-            if seen[0] is table and seen[1] is token:
-                return table[_FIRST][0](*args, **kwargs)
-            if torch_uniform(handle, table):
-                seen[0], seen[1] = table, token
-                return table[_FIRST][0](*args, **kwargs)
+            if seen[0] is not token:
+                seen[0], seen[1] = token, torch_uniform(handle)
+            uniform = seen[1]
+            if uniform is not None:
+                return uniform(*args, **kwargs)
             return redispatch(keys_of(*args, **kwargs) & backend, *args, **kwargs)
 
     kernel.__name__ = kernel.__qualname__ = f"customop_{handle.name.name}_{key.name}"

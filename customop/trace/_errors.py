@@ -1,31 +1,14 @@
-"""`GraphError`: a graph that is malformed, or inputs that do not fit it.
-
-NOTE: this class belongs in ``customop/exceptions.py`` (the one exception
-tree, under ``ValueError``); it lives here until that module is extended, and
-``customop.trace`` re-exports it either way.
-"""
+"""Raising `GraphError` (defined in ``customop.exceptions``, re-exported by ``customop.trace``)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import NoReturn
 
-from customop.exceptions import UnknownOperatorError
+from customop.exceptions import GraphError, UnknownOperatorError
 from customop.schema import close_matches
 
 __all__ = ["GraphError", "fail", "unknown_ops_error"]
-
-
-class GraphError(ValueError):
-    """A graph that breaks an invariant, a JSON text that is not a graph, or
-    inputs whose dtype, rank or sizes do not fit the graph's placeholders.
-
-    ``problems`` holds one line per problem when several were collected (lint).
-    """
-
-    def __init__(self, message: str, *, problems: tuple[str, ...] = ()) -> None:
-        super().__init__(message)
-        self.problems = problems
 
 
 def fail(message: str) -> NoReturn:

@@ -19,9 +19,9 @@ def test_public_names() -> None:
         "ArrayTypeInfo", "DispatchKey", "DispatchKeySet", "DispatchMode", "Dispatcher",
         "DispatcherSnapshot", "Epoch", "EpochClock", "Extra", "FallbackInfo", "Kernel",
         "KernelInfo", "LibraryInfo", "LibraryKind", "LocalKeysGuard", "OperatorHandle",
-        "OperatorInfo", "OperatorListener", "Reason", "RegistrationHandle", "TableEntry", "active_modes",
-        "below", "epoch", "exclude_keys", "fallthrough", "include_keys", "local_keys",
-        "register_dispatch_mode",
+        "OperatorInfo", "OperatorListener", "Reason", "RegistrationHandle", "TableEntry",
+        "active_modes", "below", "epoch", "exclude_keys", "fallthrough", "include_keys",
+        "local_keys", "register_dispatch_mode",
     ]  # fmt: skip
 
 
