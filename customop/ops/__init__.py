@@ -26,7 +26,6 @@ from customop.ops._checks import argument_type_error as argument_type_error
 from customop.ops._checks import attach_value_checks as attach_value_checks
 from customop.ops._choices import choice_checks as choice_checks
 from customop.ops._choices import enum_kernel as enum_kernel
-from customop.ops._codegen import code_function as code_function
 from customop.ops._codegen import compile_function as compile_function
 from customop.ops._codegen import forget as forget
 from customop.ops._debugstate import debug_state as debug_state
@@ -50,7 +49,6 @@ __internal__ = (
     "CallShape",
     "Guard",
     "call_defaults",
-    "code_function",
     "compile_function",
     "forget",
     "kernel_slot",

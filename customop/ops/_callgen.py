@@ -39,7 +39,7 @@ from customop.ops._checks import (
     attached_value_checks,
     value_check,
 )
-from customop.ops._codegen import code_function
+from customop.ops._codegen import compile_function
 from customop.ops._debugstate import debug_state
 from customop.schema import Argument, BaseType, FunctionSchema, ListType, OptionalType
 from customop.tensor import dtype_from_code
@@ -327,11 +327,10 @@ def compile_call(site: CallCode) -> Callable[..., Any]:
         **{f"_co_v{index}": allowed for index, allowed in site.values.items()},
     )
     defaults = call_defaults(schema)
-    fn = code_function(
+    fn = compile_function(
         "generated",
         str(schema.name),
-        code,
-        lines,
+        (code, lines),
         namespace,
         defaults=defaults[:npos],
         kwdefaults=dict(zip(names[npos:], defaults[npos:], strict=True)),

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from types import CodeType, FunctionType
 from typing import Any
 
-__all__ = ["code_function", "compile_function", "compile_template", "filename", "forget"]
+__all__ = ["compile_function", "compile_template", "filename", "forget"]
 
 
 def filename(kind: str, name: str) -> str:
@@ -23,94 +23,56 @@ def filename(kind: str, name: str) -> str:
     return f"<customop {kind} {name}>"
 
 
-def _remember(path: str, lines: Sequence[str]) -> None:
-    # A full entry (size, mtime None, lines, name), which checkcache keeps:
-    # linecache never loads a "<...>" name lazily, so tracebacks would show no source.
-    linecache.cache[path] = (sum(map(len, lines)), None, list(lines), path)
-
-
-def _finish(
-    fn: FunctionType, defaults: Sequence[Any], kwdefaults: dict[str, Any], qualname: str
-) -> FunctionType:
-    fn.__defaults__ = tuple(defaults) or None
-    fn.__kwdefaults__ = kwdefaults or None
-    fn.__qualname__ = qualname
-    return fn
+def compile_template(source: str) -> CodeType:
+    """The code object of the one ``def`` in ``source``: a template that
+    `compile_function` later names for each op (with that op's source lines)."""
+    module = compile(source, "<customop>", "exec")
+    return next(c for c in module.co_consts if isinstance(c, CodeType))
 
 
 def compile_function(
     kind: str,
     name: str,
-    source: str,
+    source: str | tuple[CodeType, Sequence[str]],
     namespace: dict[str, Any],
     *,
     defaults: Sequence[Any] = (),
     kwdefaults: dict[str, Any] | None = None,
     qualname: str = "__call__",
 ) -> Callable[..., Any]:
-    """Compile ``source`` (one ``def __call__``) with ``namespace`` as its globals.
+    """The function of ``source`` (one ``def __call__``), with ``namespace`` as its globals.
 
     Args:
         kind: what made it (``"generated"`` for customop's, an adapter's name for its own).
         name: the op's name, ``ns::op``.
-        source: the function's text.
+        source: the function's text, or a compiled template (`compile_template`,
+            renamed for the op) with the lines of its text.
         namespace: the function's globals.
         defaults: the positional parameters' defaults.
         kwdefaults: the keyword-only parameters' defaults.
         qualname: the function's ``__qualname__``.
 
     Returns:
-        The function.
+        The function, its file name ``<customop {kind} {name}>``.
     """
     path = filename(kind, name)
-    exec(compile(source, path, "exec"), namespace)
-    fn: FunctionType = namespace.pop("__call__")
-    _remember(path, source.splitlines(keepends=True))
-    return _finish(fn, defaults, kwdefaults or {}, qualname)
-
-
-def compile_template(source: str) -> CodeType:
-    """The code object of the one ``def`` in ``source``: a template that `code_function`
-    later names for each op (its source lines are registered then, per op)."""
-    module = compile(source, "<customop>", "exec")
-    return next(c for c in module.co_consts if isinstance(c, CodeType))
-
-
-def code_function(
-    kind: str,
-    name: str,
-    code: CodeType,
-    lines: Sequence[str],
-    namespace: dict[str, Any],
-    *,
-    defaults: Sequence[Any] = (),
-    kwdefaults: dict[str, Any] | None = None,
-    qualname: str = "__call__",
-) -> Callable[..., Any]:
-    """A function of an already compiled ``code`` (a shared template), named for the op.
-
-    Args:
-        kind: as for `compile_function`.
-        name: the op's name, ``ns::op``.
-        code: the function's code object.
-        lines: its source lines, for tracebacks.
-        namespace: the function's globals.
-        defaults: the positional parameters' defaults.
-        kwdefaults: the keyword-only parameters' defaults.
-        qualname: the function's ``__qualname__``.
-
-    Returns:
-        The function.
-    """
-    path = filename(kind, name)
+    if isinstance(source, str):
+        code = compile_template(source)
+        lines: Sequence[str] = source.splitlines(keepends=True)
+    else:
+        code, lines = source
     # Profilers that show a code's qualname (3.11+) show the op's name.
     if sys.version_info >= (3, 11):
         code = code.replace(co_qualname=name, co_filename=path)
     else:
         code = code.replace(co_filename=path)
-    fn = FunctionType(code, namespace, "__call__")
-    _remember(path, lines)
-    return _finish(fn, defaults, kwdefaults or {}, qualname)
+    fn = FunctionType(code, namespace, "__call__", tuple(defaults) or None)
+    fn.__kwdefaults__ = kwdefaults or None
+    fn.__qualname__ = qualname
+    # A full entry (size, mtime None, lines, name), which checkcache keeps:
+    # linecache never loads a "<...>" name lazily, so tracebacks would show no source.
+    linecache.cache[path] = (sum(map(len, lines)), None, list(lines), path)
+    return fn
 
 
 def forget(kind: str, name: str) -> None:

@@ -1,18 +1,5 @@
-"""A fresh dispatcher (and its ops namespace) per test: nothing leaks between tests."""
+"""The same fixtures as tests/library: a fresh dispatcher and ops tree per test."""
 
-from __future__ import annotations
+from tests.library.conftest import dispatcher, ops
 
-import pytest
-
-from customop.dispatch import Dispatcher
-from customop.ops import Ops
-
-
-@pytest.fixture
-def dispatcher() -> Dispatcher:
-    return Dispatcher()
-
-
-@pytest.fixture
-def ops(dispatcher: Dispatcher) -> Ops:
-    return Ops(dispatcher)
+__all__ = ["dispatcher", "ops"]
