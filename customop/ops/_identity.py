@@ -9,7 +9,6 @@ rather than a table beside the dispatcher.
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, Final
 
 from customop.dispatch import Dispatcher, Extra, OperatorHandle, RegistrationHandle
@@ -20,36 +19,39 @@ if TYPE_CHECKING:
 __all__ = ["DEFINITION", "OpDefinition", "definition_of", "operator_handle"]
 
 
-class OpDefinition(ABC):
+class OpDefinition:
     """A front-end object that defined an op and is called like it (`CustomOpDef`).
 
     Adapters that give an op's call objects new call code ask it for them
     (`call_objects`); registration functions take it wherever they take an op.
+    Subclasses define every member below. (A plain base class, not an ABC: a
+    definition's class is specialized per op on its first call, and ABCMeta
+    would make that, and every call through the object, dearer.)
     """
 
     __slots__ = ()
 
     @property
-    @abstractmethod
     def operator(self) -> OperatorHandle:
         """The dispatcher's handle of the op this object defined."""
+        raise NotImplementedError
 
     @property
-    @abstractmethod
     def replaced(self) -> bool:
         """Whether a newer definition of the name (or a removal) retired this one."""
+        raise NotImplementedError
 
-    @abstractmethod
     def call_objects(self) -> tuple[Any, ...]:
         """The objects made for calling the op: this one, and its bound `OpOverload`."""
+        raise NotImplementedError
 
-    @abstractmethod
     def bound_overload(self) -> OpOverload:
         """The `OpOverload` this definition calls through (bound on first use)."""
+        raise NotImplementedError
 
-    @abstractmethod
     def adopt(self, registration: RegistrationHandle) -> RegistrationHandle:
         """Own ``registration`` (remove it with this definition); returns it."""
+        raise NotImplementedError
 
 
 #: The live front-end definition of an op (a @custom_op's), owned by its library.
