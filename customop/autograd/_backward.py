@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from customop.autograd._engine import Builtins
-from customop.autograd._tape import Node, Tape, Var, tensor_positions
+from customop.autograd._tape import ACTIVE, Node, Tape, Var, tensor_positions
+from customop.autograd._tracked import made_by
 from customop.exceptions import AutogradError
 from customop.tensor import FakeTensor
 
@@ -110,7 +111,25 @@ def _run_formula(node: Node, out_grads: list[Any]) -> tuple[Any, ...]:
                 "input. Only tensors have gradients (torch refuses this too). Return None in "
                 "its place."
             )
+    tapes = ACTIVE.get()
+    if tapes:  # an outer transform records this backward: it must be made of ops
+        for index, grad in enumerate(results):
+            for item in grad if isinstance(grad, list | tuple) else (grad,):
+                _check_not_derived(node, index, item, tapes[-1].api)
     return results
+
+
+def _check_not_derived(node: Node, index: int, grad: Any, api: str) -> None:
+    made = made_by(grad)
+    if made is None:
+        return
+    name = node.op.schema.arguments[index].name
+    raise AutogradError(
+        f"{api}: the backward of {node.name!r} returned a gradient for {name!r} made by "
+        f"{made} from values {api} tracks, which {api} does not record. A backward in plain "
+        "array code gives a right first derivative, but an outer transform would take it "
+        f"for a constant. Write {node.name}'s backward with ops that have formulas."
+    )
 
 
 def _send(grads: dict[Var, Any], node: Node, index: int, grad: Any, builtins: Builtins) -> None:
