@@ -16,7 +16,7 @@ from customop.autograd._engine import Builtins
 from customop.autograd._tape import ACTIVE, Node, Tape, Var, tensor_positions
 from customop.autograd._tracked import made_by
 from customop.exceptions import AutogradError
-from customop.tensor import FakeTensor
+from customop.tensor import FakeTensor, dtype
 
 __all__ = ["backward"]
 
@@ -137,7 +137,7 @@ def _send(grads: dict[Var, Any], node: Node, index: int, grad: Any, builtins: Bu
     if grad is None or var is None:
         return
     if type(var) is Var:
-        _check_shape(node, index, grad, node.inputs[index])
+        _check_grad(node, index, grad, node.inputs[index])
         _accumulate(grads, var, grad, builtins)
         return
     name = node.op.schema.arguments[index].name
@@ -150,30 +150,51 @@ def _send(grads: dict[Var, Any], node: Node, index: int, grad: Any, builtins: Bu
             )
         for position, (item_var, item) in enumerate(zip(var, grad, strict=True)):
             if item_var is not None and item is not None:
-                _check_shape(node, (index, position), item, node.inputs[index][position])
+                _check_grad(node, (index, position), item, node.inputs[index][position])
                 _accumulate(grads, item_var, item, builtins)
 
 
-def _check_shape(node: Node, where: int | tuple[int, int], grad: Any, value: Any) -> None:
+def _check_grad(node: Node, where: int | tuple[int, int], grad: Any, value: Any) -> None:
+    """A gradient has its input's shape and dtype."""
     shape = getattr(grad, "shape", None)
+    kind = getattr(grad, "dtype", None)
     expected = value.shape
     try:
-        if shape == expected:  # the common case, decided without building tuples
+        # The common case, decided without building tuples (dtypes are singletons).
+        if shape == expected and kind is value.dtype:
             return
     except Exception:
         pass
     if shape is None or not _same_shape(tuple(shape), tuple(expected)):
-        index = where if isinstance(where, int) else where[0]
-        name = node.op.schema.arguments[index].name
-        if not isinstance(where, int):
-            name = f"{name}[{where[1]}]"
         got = "no shape" if shape is None else f"shape {tuple(shape)}"
-        expected = tuple(expected)
         raise AutogradError(
-            f"{node.name}: backward returned a gradient with {got} for input {name!r} of shape "
-            f"{expected}. A gradient has its input's shape. Reduce or reshape it in the "
-            "backward (for a broadcast input, sum over the broadcast dimensions)."
+            f"{node.name}: backward returned a gradient with {got} for input "
+            f"{_input_name(node, where)!r} of shape {tuple(expected)}. A gradient has its "
+            "input's shape. Reduce or reshape it in the backward (for a broadcast input, sum "
+            "over the broadcast dimensions)."
         )
+    # Compared by name: a fake's dtype is customop's, an array's its backend's.
+    got, want = _dtype_name(kind), _dtype_name(value.dtype)
+    if got != want:
+        raise AutogradError(
+            f"{node.name}: backward returned a gradient of dtype {got} for input "
+            f"{_input_name(node, where)!r} of dtype {want}. A gradient has "
+            "its input's dtype (JAX refuses a mismatch too), or it would change the dtype of "
+            "everything it is added to. Cast it in the backward, e.g. grad.astype(x.dtype)."
+        )
+
+
+def _input_name(node: Node, where: int | tuple[int, int]) -> str:
+    index = where if isinstance(where, int) else where[0]
+    name = node.op.schema.arguments[index].name
+    return name if isinstance(where, int) else f"{name}[{where[1]}]"
+
+
+def _dtype_name(kind: Any) -> str:
+    try:
+        return dtype.from_any(kind).name
+    except (TypeError, ValueError):
+        return str(kind)
 
 
 def _same_shape(left: tuple[Any, ...], right: tuple[Any, ...]) -> bool:

@@ -128,6 +128,16 @@ class Tracked:
             return result  # np.zeros_like(x): a constant, whatever x holds
         return derive(result, name)
 
+    @classmethod
+    def __torch_function__(
+        cls, func: Any, types: Any, args: Any = (), kwargs: Any = None
+    ) -> Any:  # torch's protocol for non-tensor arguments (torch.sin(x))
+        name = f"torch.{getattr(func, '__name__', func)}"
+        kwargs = _unwrap_out(kwargs or {}, name)
+        if name.endswith("_") and _recording_api() is not None:
+            _refuse_in_place(f"{name}()")
+        return derive(func(*unwrap_all(args), **unwrap_all(kwargs)), name)
+
     # -- Python's protocols -------------------------------------------------------------
 
     def __getitem__(self, index: Any) -> Any:

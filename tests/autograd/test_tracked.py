@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from customop import AutogradError, custom_op, empty_like
+from customop import AutogradError, Tensor, custom_op, empty_like
 from customop.autograd import grad, value_and_grad, vjp
 from customop.dispatch import Dispatcher
 from tests.autograd.formulas import define
@@ -240,3 +240,20 @@ def test_tracked_values_outside_a_transform_are_plain(
     assert type(x * 2) is np.ndarray and type(np.asarray(x)) is np.ndarray
     np.testing.assert_allclose(nn.exp(x), np.exp(X))
     assert float(x[0]) == 1.0
+
+
+def test_torch_code_on_tracked_tensors_is_refused(dispatcher: Dispatcher) -> None:
+    torch = pytest.importorskip("torch")
+
+    @custom_op("tt::total", mutates_args=(), dispatcher=dispatcher)
+    def total(x: Tensor) -> Tensor:
+        return x.sum()
+
+    total.register_autograd(lambda ctx, g: ctx.x * 0 + g,
+                            setup_context=lambda ctx, i, o: setattr(ctx, "x", i[0]))  # fmt: skip
+    x = torch.tensor([1.0, 2.0], dtype=torch.float64)
+    np.testing.assert_array_equal(grad(total, dispatcher=dispatcher)(x).numpy(), [1.0, 1.0])
+    with pytest.raises(AutogradError, match=r"'tt::total': its input 'x' was made .* torch\.sin"):
+        grad(lambda x: total(torch.sin(x)), dispatcher=dispatcher)(x)
+    with pytest.raises(AutogradError, match=r"\.add_\(\) on a value grad tracks would change"):
+        grad(lambda x: total(x.add_(1)), dispatcher=dispatcher)(x)
