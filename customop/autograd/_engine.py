@@ -243,7 +243,9 @@ class _Engine:
 set_engine(_Engine())
 
 
-def record_untracked(op: OperatorHandle, keyset: DispatchKeySet, *args: Any, **kwargs: Any) -> Any:
+def record_untracked(
+    op: OperatorHandle, keyset: DispatchKeySet, /, *args: Any, **kwargs: Any
+) -> Any:
     """The Autograd fallback: ops without a formula are recorded as nodes backward refuses."""
     return record(None, op, keyset, args, kwargs)
 

@@ -228,7 +228,7 @@ class _Method:
         self.fn = fn
         self.name = name
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
         name = f".{self.name}()"
         kwargs = _unwrap_out(kwargs, name)
         if self.name == "view" and (args or kwargs) and _recording_api() is not None:

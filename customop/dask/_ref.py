@@ -77,7 +77,7 @@ class OpRef:
         handle = self._handle
         return self.name if handle is None else f"{self.name}@{id(handle._state):x}"
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
         handle = self._handle
         if handle is None:
             handle = self._handle = _resolve(self.name, self.module, self.script)

@@ -131,7 +131,9 @@ def active_modes() -> tuple[DispatchMode, ...]:
     return tuple(frame.mode for frame in _STACK.get())
 
 
-def _python_fallback(op: OperatorHandle, keyset: DispatchKeySet, *args: Any, **kwargs: Any) -> Any:
+def _python_fallback(
+    op: OperatorHandle, keyset: DispatchKeySet, /, *args: Any, **kwargs: Any
+) -> Any:
     """The Python key's fallback: the innermost mode handles the call, popped meanwhile."""
     stack = _STACK.get()
     if not stack:  # every mode popped (inside handlers): run the kernels below

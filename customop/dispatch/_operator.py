@@ -66,7 +66,7 @@ class OperatorHandle:
         """The dispatcher that holds this operator."""
         return self._entry.dispatcher
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
         table, mask, extract = self._state
         local = _local_get()
         bits = (extract(args, kwargs) | local.included) & local.kept & mask
@@ -100,7 +100,7 @@ class OperatorHandle:
             return fn(self, keyset_from_bits(bits), *args, **kwargs)
         return fn(*args, **kwargs) if kwargs else fn(*args)  # see __call__
 
-    def dispatch_keyset(self, *args: Any, **kwargs: Any) -> DispatchKeySet:
+    def dispatch_keyset(self, /, *args: Any, **kwargs: Any) -> DispatchKeySet:
         """The keys a call with these arguments dispatches on; the highest one runs.
 
         Args:
@@ -130,7 +130,7 @@ class OperatorHandle:
         return f"<OperatorHandle {self._entry.name}{state}>"
 
 
-def missing_kernel(op: OperatorHandle, keyset: DispatchKeySet, *args: Any, **kwargs: Any) -> Any:
+def missing_kernel(op: OperatorHandle, keyset: DispatchKeySet, /, *args: Any, **kwargs: Any) -> Any:
     """The table's entry for keys with no kernel: raises `MissingKernelError`.
 
     A call may read the table in the middle of a write that registers the
@@ -149,7 +149,9 @@ def missing_kernel(op: OperatorHandle, keyset: DispatchKeySet, *args: Any, **kwa
     raise missing_kernel_error(entry.dispatcher, op, keyset, call_keys)
 
 
-def undefined_kernel(op: OperatorHandle, keyset: DispatchKeySet, *args: Any, **kwargs: Any) -> Any:
+def undefined_kernel(
+    op: OperatorHandle, keyset: DispatchKeySet, /, *args: Any, **kwargs: Any
+) -> Any:
     """Every entry of an operator without a schema: raises `UnknownOperatorError`.
 
     A call may read the table in the middle of a write that redefines the op

@@ -77,7 +77,7 @@ class CustomOpDef(Generic[P, R]):
         self.__name__ = getattr(fn, "__name__", options.name)
         self.__wrapped__ = fn
 
-    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+    def __call__(self, /, *args: P.args, **kwargs: P.kwargs) -> R:
         # NOTE: call code is built on the first call, not at registration: it
         # costs more than the registration itself, and many ops of a library
         # are never called in a given process. `_specialize` moves this object

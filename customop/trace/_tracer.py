@@ -78,7 +78,7 @@ _installed: weakref.WeakKeyDictionary[Dispatcher, Any] = weakref.WeakKeyDictiona
 _install_lock: Final = threading.Lock()
 
 
-def _record(op: OperatorHandle, keyset: DispatchKeySet, *args: Any, **kwargs: Any) -> Any:
+def _record(op: OperatorHandle, keyset: DispatchKeySet, /, *args: Any, **kwargs: Any) -> Any:
     """The Tracer key's fallback: compute below Tracer, then record the call."""
     below = _below.get(keyset)
     if below is None:
