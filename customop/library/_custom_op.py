@@ -412,7 +412,9 @@ def custom_op(
     fn: Callable[P, R] | None = None,
     /,
     *,
-    mutates_args: Sequence[str] | MutatesArgs,
+    mutates_args: Sequence[str]
+    | MutatesArgs
+    | None = None,  # None: omitted (the overloads require it)
     device_types: str | Sequence[str] | None = None,
     schema: str | None = None,
     tags: TagsLike = (),
@@ -456,6 +458,14 @@ def custom_op(
         >>> scale(np.arange(3.0))
         array([0., 2., 4.])
     """
+    if mutates_args is None:
+        raise TypeError(
+            f"custom_op {name!r}: mutates_args is missing. customop must know which tensor "
+            "arguments the function writes to: callers, tracing and autograd assume the "
+            "others are unchanged (torch requires it too). Pass mutates_args=() when it "
+            "changes none of its inputs, the names of those it writes to, or "
+            "MutatesArgs.UNKNOWN."
+        )
     # The options model is built at the first @custom_op, not at `import customop` (issue #12).
     from customop.library._options import make_options  # noqa: PLC0415 - see above
 
