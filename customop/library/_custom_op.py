@@ -412,9 +412,8 @@ def custom_op(
     fn: Callable[P, R] | None = None,
     /,
     *,
-    mutates_args: Sequence[str]
-    | MutatesArgs
-    | None = None,  # None: omitted (the overloads require it)
+    # None: omitted. The overloads require it (mypy); at run time it gets a clear error.
+    mutates_args: Sequence[str] | MutatesArgs | None = None,
     device_types: str | Sequence[str] | None = None,
     schema: str | None = None,
     tags: TagsLike = (),
