@@ -52,7 +52,8 @@ from customop.dispatch._kernel import DEFAULT_SOURCE
 from customop.dispatch._keys import keyset_from_bits
 from customop.exceptions import AutogradError
 from customop.library._autograd import FORMULA_KEY, AutogradFormula, set_engine
-from customop.tensor import FakeTensor
+from customop.tensor import Device, FakeTensor
+from customop.tensor._backends import ArrayAdapter, add_adapter, numpy_empty
 
 __all__ = ["Builtins", "install", "record", "record_untracked"]
 
@@ -63,6 +64,9 @@ _BELOW_BITS: Final = below(FORMULA_KEY).bits
 _NUMPY_KEYS: Final = DispatchKeySet(DispatchKey.CPU, DispatchKey.AutogradCPU, FORMULA_KEY)
 # The keys below the formula key, per call key bits (a few distinct sets per program).
 _LOWER: dict[int, DispatchKeySet] = {}
+_NUMPY_ADAPTER: Final = ArrayAdapter(
+    TrackedArray, "cpu", lambda _: Device("cpu"), numpy_empty, _SOURCE
+)
 _set_active = ACTIVE.set
 _reset_active = ACTIVE.reset
 _get_active = ACTIVE.get
@@ -288,7 +292,8 @@ def install(dispatcher: Dispatcher) -> Builtins:
         # Wrappers are tensors here, and always reach the autograd kernels, which unwrap
         # them: no kernel sees one, transform or not.
         dispatcher.register_array_type(Tracked, DispatchKeySet(FORMULA_KEY))
-        dispatcher.register_array_type(TrackedArray, _NUMPY_KEYS)
+        # With numpy's adapter, so empty_like(x) in fn makes a (constant) numpy array.
+        add_adapter(dispatcher, _NUMPY_ADAPTER, _NUMPY_KEYS)
         builtins = Builtins(dispatcher)
         _installed.add(dispatcher)
     return builtins

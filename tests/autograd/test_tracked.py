@@ -257,3 +257,15 @@ def test_torch_code_on_tracked_tensors_is_refused(dispatcher: Dispatcher) -> Non
         grad(lambda x: total(torch.sin(x)), dispatcher=dispatcher)(x)
     with pytest.raises(AutogradError, match=r"\.add_\(\) on a value grad tracks would change"):
         grad(lambda x: total(x.add_(1)), dispatcher=dispatcher)(x)
+
+
+def test_empty_like_of_a_tracked_array_is_a_plain_constant(
+    nn: SimpleNamespace, dispatcher: Dispatcher
+) -> None:
+    def loss(x: Any) -> Any:
+        ones = empty_like(x, dispatcher=dispatcher)
+        ones[...] = 1.0
+        assert type(ones) is np.ndarray
+        return nn.total(nn.mul(x, ones))
+
+    np.testing.assert_array_equal(grad(loss, dispatcher=dispatcher)(X), np.ones(3))
