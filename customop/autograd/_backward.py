@@ -13,9 +13,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from customop.autograd._builtins import Builtins
-from customop.autograd._tape import Node, Tape, Var, tensor_positions
+from customop.autograd._tape import ACTIVE, Node, Tape, Var, tensor_positions
+from customop.autograd._tracked import made_by
 from customop.exceptions import AutogradError
-from customop.tensor import FakeTensor
+from customop.tensor import FakeTensor, dtype
 
 __all__ = ["backward"]
 
@@ -110,7 +111,25 @@ def _run_formula(node: Node, out_grads: list[Any]) -> tuple[Any, ...]:
                 "input. Only tensors have gradients (torch refuses this too). Return None in "
                 "its place."
             )
+    tapes = ACTIVE.get()
+    if tapes:  # an outer transform records this backward: it must be made of ops
+        for index, grad in enumerate(results):
+            for item in grad if isinstance(grad, list | tuple) else (grad,):
+                _check_not_derived(node, index, item, tapes[-1].api)
     return results
+
+
+def _check_not_derived(node: Node, index: int, grad: Any, api: str) -> None:
+    made = made_by(grad)
+    if made is None:
+        return
+    name = node.op.schema.arguments[index].name
+    raise AutogradError(
+        f"{api}: the backward of {node.name!r} returned a gradient for {name!r} made by "
+        f"{made} from values {api} tracks, which {api} does not record. A backward in plain "
+        "array code gives a right first derivative, but an outer transform would take it "
+        f"for a constant. Write {node.name}'s backward with ops that have formulas."
+    )
 
 
 def _send(grads: dict[Var, Any], node: Node, index: int, grad: Any, builtins: Builtins) -> None:
@@ -118,7 +137,7 @@ def _send(grads: dict[Var, Any], node: Node, index: int, grad: Any, builtins: Bu
     if grad is None or var is None:
         return
     if type(var) is Var:
-        _check_shape(node, index, grad, node.inputs[index])
+        _check_grad(node, index, grad, node.inputs[index])
         _accumulate(grads, var, grad, builtins)
         return
     name = node.op.schema.arguments[index].name
@@ -131,30 +150,51 @@ def _send(grads: dict[Var, Any], node: Node, index: int, grad: Any, builtins: Bu
             )
         for position, (item_var, item) in enumerate(zip(var, grad, strict=True)):
             if item_var is not None and item is not None:
-                _check_shape(node, (index, position), item, node.inputs[index][position])
+                _check_grad(node, (index, position), item, node.inputs[index][position])
                 _accumulate(grads, item_var, item, builtins)
 
 
-def _check_shape(node: Node, where: int | tuple[int, int], grad: Any, value: Any) -> None:
+def _check_grad(node: Node, where: int | tuple[int, int], grad: Any, value: Any) -> None:
+    """A gradient has its input's shape and dtype."""
     shape = getattr(grad, "shape", None)
+    kind = getattr(grad, "dtype", None)
     expected = value.shape
     try:
-        if shape == expected:  # the common case, decided without building tuples
+        # The common case, decided without building tuples (dtypes are singletons).
+        if shape == expected and kind is value.dtype:
             return
     except Exception:
         pass
     if shape is None or not _same_shape(tuple(shape), tuple(expected)):
-        index = where if isinstance(where, int) else where[0]
-        name = node.op.schema.arguments[index].name
-        if not isinstance(where, int):
-            name = f"{name}[{where[1]}]"
         got = "no shape" if shape is None else f"shape {tuple(shape)}"
-        expected = tuple(expected)
         raise AutogradError(
-            f"{node.name}: backward returned a gradient with {got} for input {name!r} of shape "
-            f"{expected}. A gradient has its input's shape. Reduce or reshape it in the "
-            "backward (for a broadcast input, sum over the broadcast dimensions)."
+            f"{node.name}: backward returned a gradient with {got} for input "
+            f"{_input_name(node, where)!r} of shape {tuple(expected)}. A gradient has its "
+            "input's shape. Reduce or reshape it in the backward (for a broadcast input, sum "
+            "over the broadcast dimensions)."
         )
+    # Compared by name: a fake's dtype is customop's, an array's its backend's.
+    got, want = _dtype_name(kind), _dtype_name(value.dtype)
+    if got != want:
+        raise AutogradError(
+            f"{node.name}: backward returned a gradient of dtype {got} for input "
+            f"{_input_name(node, where)!r} of dtype {want}. A gradient has "
+            "its input's dtype (JAX refuses a mismatch too), or it would change the dtype of "
+            "everything it is added to. Cast it in the backward, e.g. grad.astype(x.dtype)."
+        )
+
+
+def _input_name(node: Node, where: int | tuple[int, int]) -> str:
+    index = where if isinstance(where, int) else where[0]
+    name = node.op.schema.arguments[index].name
+    return name if isinstance(where, int) else f"{name}[{where[1]}]"
+
+
+def _dtype_name(kind: Any) -> str:
+    try:
+        return dtype.from_any(kind).name
+    except (TypeError, ValueError):
+        return str(kind)
 
 
 def _same_shape(left: tuple[Any, ...], right: tuple[Any, ...]) -> bool:

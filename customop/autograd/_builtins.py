@@ -12,17 +12,19 @@ from __future__ import annotations
 import weakref
 from typing import Any, Final
 
-from customop.autograd._engine import FORMULA_KEY, record_untracked
+from customop.autograd._engine import FORMULA_KEY, NUMPY_ADAPTER, NUMPY_KEYS, record_untracked
 from customop.autograd._formula import AutogradFormula
+from customop.autograd._tracked import Tracked
 from customop.dispatch import (
     DEFAULT_SOURCE,
     Dispatcher,
     DispatchKey,
+    DispatchKeySet,
     OperatorHandle,
     RegistryLock,
     fallthrough,
 )
-from customop.tensor import empty_like
+from customop.tensor import add_adapter, empty_like
 
 __all__ = ["Builtins", "define_builtins", "install"]
 
@@ -148,6 +150,11 @@ def install(dispatcher: Dispatcher) -> Builtins:
                 dispatcher.register_fallback(key, fallthrough, source=DEFAULT_SOURCE)
         if dispatcher.fallback_source(FORMULA_KEY) is None:
             dispatcher.register_fallback(FORMULA_KEY, record_untracked, source=_SOURCE)
+        # Wrappers are tensors here, and always reach the autograd kernels, which unwrap
+        # them: no kernel sees one, transform or not.
+        dispatcher.register_array_type(Tracked, DispatchKeySet(FORMULA_KEY))
+        # With numpy's adapter, so empty_like(x) in fn makes a (constant) numpy array.
+        add_adapter(dispatcher, NUMPY_ADAPTER, NUMPY_KEYS)
         builtins = Builtins(dispatcher)
         _installed.add(dispatcher)
     return builtins

@@ -88,7 +88,8 @@ def gradcheck(
 
     Raises:
         GradcheckError: naming the input whose gradient is wrong, the element,
-            and the largest error.
+            and the largest error; or the op, input and element where either
+            gradient is NaN or infinite.
         ValueError: when no argument is a float array.
     """
     import numpy as np  # noqa: PLC0415 -- keeps `import customop` free of numpy
@@ -120,10 +121,61 @@ def gradcheck(
     ]
     analytic = vjp_fn(cotangents if isinstance(out, tuple | list) else cotangents[0])
     names = _names(fn_or_op, len(values))
+    label = _label(fn_or_op)
+    for index, value in enumerate(outs):
+        if differentiable(value):
+            _check_finite(np.asarray(value, dtype=np.float64), "output", f"{index} of {label}")
     for which, (position, grad) in enumerate(zip(positions, analytic, strict=True)):
+        found = np.asarray(grad, dtype=np.float64)
+        _check_finite(found, "analytic", f"{names[position]!r} of {label}")
         numeric = _numeric(call, primals, which, cotangents, eps)
-        _compare(names[position], np.asarray(grad, dtype=np.float64), numeric, atol, rtol)
+        _check_finite(numeric, "numeric", f"{names[position]!r} of {label}")
+        _compare(names[position], found, numeric, atol, rtol)
     return True
+
+
+def _label(fn: Callable[..., Any]) -> str:
+    """How messages name what is checked: an op by its name, else a function by its own."""
+    schema = getattr(fn, "schema", None) or getattr(getattr(fn, "func", None), "schema", None)
+    if schema is not None:
+        return repr(str(schema.name))
+    return f"function {getattr(fn, '__qualname__', type(fn).__name__)!r}"
+
+
+def _check_finite(grad: np.ndarray[Any, Any], side: str, where: str) -> None:
+    """NaN compares unequal to everything: a gradient that is not finite fails, named."""
+    import numpy as np  # noqa: PLC0415 -- keeps `import customop` free of numpy
+
+    bad = ~np.isfinite(grad)
+    if not bad.any():
+        return
+    index = np.unravel_index(int(np.argmax(bad)), grad.shape)
+    element = tuple(int(i) for i in index)
+    value = grad[index]
+    what, there, fix = _NOT_FINITE[side]
+    raise GradcheckError(
+        f"gradcheck: {what} {where} is {value} at index {element}{there}. A gradient that is "
+        "not finite cannot be compared (NaN is unequal to everything), so the check would "
+        f"prove nothing. {fix}"
+    )
+
+
+_AT_A_POINT = "Check at a point where the op is finite and differentiable."
+#: Per side: what is not finite, where that comes from, and the fix.
+_NOT_FINITE: dict[str, tuple[str, str, str]] = {
+    "analytic": (
+        "the analytic gradient of input",
+        "",
+        "Fix the backward formula (register_autograd), or check at a point where the op is "
+        "differentiable.",
+    ),
+    "numeric": (
+        "the numeric gradient of input",
+        ": the forward is not finite within eps of the point",
+        _AT_A_POINT,
+    ),
+    "output": ("output", ": the forward is not finite at the point", _AT_A_POINT),
+}
 
 
 def _projection(out: Any, cotangents: list[Any]) -> float:

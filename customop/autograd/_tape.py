@@ -1,11 +1,11 @@
 """The tape: which values a transform tracks, and the op calls that made them.
 
-NOTE: values are tracked by identity. ``grad`` hands ``fn`` the caller's own
-arrays (no wrapper type), so every backend works unchanged and a traced or
-fake run records the same way as an eager one; a tape keeps each value it
-tracks alive, so an ``id`` is never reused while the tape lives. Plain array
-arithmetic between ops makes new, untracked arrays: the transforms notice an
-untracked output and say so.
+NOTE: values are tracked by identity: a leaf or an op's output is entered by
+its ``id``, and a tape keeps each value it tracks alive, so an ``id`` is never
+reused while the tape lives. The values are thin `Tracked` wrappers around
+each backend's own arrays (fakes in a trace are tracked as they are), so
+plain array code on them cannot make an untracked value unnoticed (see
+`_tracked`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from customop.tensor import to_dtype
 if TYPE_CHECKING:
     from customop.autograd._formula import AutogradFormula
 
-__all__ = ["ACTIVE", "Node", "Tape", "Var", "differentiable", "tensor_positions"]
+__all__ = ["ACTIVE", "Nested", "Node", "Tape", "Var", "differentiable", "tensor_positions"]
 
 #: The tapes recording now, outermost first (nested transforms stack).
 ACTIVE: Final[ContextVar[tuple[Tape, ...]]] = ContextVar("customop.autograd.tapes", default=())
@@ -128,24 +128,17 @@ def bind_inputs(
 class Tape:
     """One transform's record: tracked values (by id), seen values, and the nodes in order."""
 
-    __slots__ = ("keep", "nodes", "seen", "vars")
+    __slots__ = ("api", "keep", "nodes", "seen", "vars")
 
-    def __init__(self) -> None:
+    def __init__(self, api: str) -> None:
+        self.api = api
         self.vars: dict[int, Var] = {}
         self.seen: set[int] = set()
         self.keep: list[Any] = []
         self.nodes: list[Node] = []
 
-    def leaf(self, value: Any, index: int, api: str) -> Var | None:
-        """Track a differentiated argument (None when it is not a float array)."""
-        if not differentiable(value):
-            return None
-        if id(value) in self.vars:
-            raise ValueError(
-                f"{api}: differentiated argument {index} is the same array object as an "
-                "earlier one. Arrays are tracked by identity, so their gradients would mix. "
-                "Pass a copy for one of them."
-            )
+    def leaf(self, value: Any, index: int) -> Var:
+        """Track a differentiated argument (the value ``fn`` gets)."""
         var = self.vars[id(value)] = Var(None, index)
         self.keep.append(value)
         return var
@@ -186,26 +179,41 @@ class Tape:
         self,
         op: OperatorHandle,
         formula: AutogradFormula | None,
-        inputs: tuple[Any, ...],
         in_vars: dict[int, InputVar],
+        raw_inputs: tuple[Any, ...],
+        *,
         result: Any,
+        raw_result: Any,
+        nested: Nested | None = None,
     ) -> None:
-        """Add a node for a call with tracked inputs, and track its float outputs."""
+        """Add a node for a call with tracked inputs, and track its float outputs.
+
+        ``result`` is what ``fn`` gets (wrappers), ``raw_*`` what the kernel saw
+        and made. ``setup_context`` sees the values as the tapes outer to this one
+        see them (they are active when this tape's backward runs): plain arrays
+        for the outermost tape, so a first-order backward computes on plain
+        arrays; for a nested one (``nested``) the wrappers, with those tapes recording.
+        """
         ctx = None
-        count = len(inputs)
         if formula is not None:
-            ctx = AutogradContext(tuple([_needs(in_vars.get(i)) for i in range(count)]))
+            count = len(raw_inputs)
+            # in_vars holds exactly the inputs with a tracked tensor (see `tracked`).
+            ctx = AutogradContext(tuple([i in in_vars for i in range(count)]))
             if formula.setup_context is not None:
-                formula.setup_context(ctx, inputs, result)
-        node = Node(op, formula, inputs, in_vars, ctx)
-        outputs = tuple(result) if isinstance(result, tuple | list) else (result,)
+                _setup(formula.setup_context, ctx, raw_inputs, raw_result, nested)
+        node = Node(op, formula, raw_inputs, in_vars, ctx)
+        if type(raw_result) is tuple or type(raw_result) is list:
+            outputs, raw_outputs = tuple(result), tuple(raw_result)
+        else:
+            outputs, raw_outputs = (result,), (raw_result,)
         out_vars: list[Var | None] = []
-        for index, value in enumerate(outputs):
-            if not differentiable(value):
+        for index, raw in enumerate(raw_outputs):
+            # A wrapped output is a float array; fakes are tracked as they are.
+            if outputs[index] is raw and not differentiable(raw):
                 out_vars.append(None)
                 continue
-            for item in inputs:
-                if item is value:
+            for item in raw_inputs:
+                if item is raw:
                     raise AutogradError(
                         f"{node.name}: output {index} is one of the op's input objects. "
                         "Gradients are tracked per array object, so an op that returns its "
@@ -213,14 +221,37 @@ class Tape:
                         "kernel."
                     )
             # The node keeps its outputs (and so their ids) alive.
-            var = self.vars[id(value)] = Var(node, index)
+            var = self.vars[id(outputs[index])] = Var(node, index)
             out_vars.append(var)
         node.outputs = outputs
         node.out_vars = tuple(out_vars)
         self.nodes.append(node)
 
 
-def _needs(var: InputVar) -> bool:
-    if isinstance(var, list):
-        return any(item is not None for item in var)
-    return var is not None
+@final
+class Nested:
+    """A call as a nested tape's ``setup_context`` sees it: wrappers, outer tapes recording."""
+
+    __slots__ = ("inputs", "outer", "result")
+
+    def __init__(self, inputs: tuple[Any, ...], result: Any, outer: tuple[Tape, ...]) -> None:
+        self.inputs = inputs
+        self.result = result
+        self.outer = outer
+
+
+def _setup(
+    setup_context: Any,
+    ctx: AutogradContext,
+    raw_inputs: tuple[Any, ...],
+    raw_result: Any,
+    nested: Nested | None,
+) -> None:
+    if nested is None:
+        setup_context(ctx, raw_inputs, raw_result)
+        return
+    token = ACTIVE.set(nested.outer)
+    try:
+        setup_context(ctx, nested.inputs, nested.result)
+    finally:
+        ACTIVE.reset(token)

@@ -15,9 +15,11 @@ from customop.autograd._backward import backward
 from customop.autograd._builtins import Builtins, install
 from customop.autograd._engine import FORMULA_KEY
 from customop.autograd._tape import ACTIVE, Tape, Var, differentiable
+from customop.autograd._tracked import Tracked, made_by, unwrap, unwrap_all, wrap
 from customop.dispatch import Dispatcher, include_keys
 from customop.dispatch import dispatcher as default_dispatcher
 from customop.exceptions import AutogradError
+from customop.tensor import FakeTensor
 
 __all__ = ["grad", "value_and_grad", "vjp"]
 
@@ -46,14 +48,55 @@ def _root(tape: Tape, value: Any, api: str, where: str) -> Var | None:
     var = tape.vars.get(id(value))
     if var is not None:
         return var
+    made = made_by(value)
+    if made is not None:
+        raise AutogradError(
+            f"{api}: {where} was made from a value {api} tracks by {made}, which {api} does "
+            "not record. Gradients flow only through ops, so the gradient would be wrong. "
+            "Make the computation an op with a formula (register_autograd), or return an "
+            "op's result."
+        )
     if id(value) in tape.seen or not differentiable(value):
         return None
     raise AutogradError(
         f"{api}: {where} ({type(value).__name__}) was not made by a customop op from the "
-        "differentiated arguments. Gradients flow only through ops, and plain array "
-        "arithmetic between them (x * 2, np.sum(x), ...) is not tracked. Make that "
-        "computation an op (with a formula), or return an op's result."
+        "differentiated arguments. Gradients flow only through ops. Make that computation "
+        "an op (with a formula), or return an op's result."
     )
+
+
+def _track(tape: Tape, args: Sequence[Any], nums: Sequence[int], api: str) -> list[Any]:
+    """Track the ``nums`` arguments: the arguments ``fn`` gets, wrappers in their place."""
+    passed = list(args)
+    given: set[int] = set()
+    for num in nums:
+        value = args[num]
+        if not differentiable(value):
+            continue
+        if id(value) in given:
+            raise ValueError(
+                f"{api}: differentiated argument {num} is the same array object as an "
+                "earlier one. Arrays are tracked by identity, so their gradients would mix. "
+                "Pass a copy for one of them."
+            )
+        given.add(id(value))
+        made = made_by(value)
+        if made is not None and ACTIVE.get():
+            raise AutogradError(
+                f"{api}: differentiated argument {num} was made from a value an outer "
+                f"transform tracks by {made}, which it does not record, so the outer "
+                "gradient would be wrong. Make the computation an op with a formula, or "
+                "use ops for it."
+            )
+        if not isinstance(value, Tracked | FakeTensor) or made is not None:
+            value = wrap(unwrap(value))  # an outer transform's own wrapper is tracked as is
+        passed[num] = value
+    return passed
+
+
+def _plain(value: Any) -> Any:
+    """What a transform returns: plain arrays, unless an outer transform still records."""
+    return value if ACTIVE.get() else unwrap_all(value)
 
 
 def _argnums(argnums: int | Sequence[int], count: int, api: str) -> tuple[int, ...]:
@@ -86,6 +129,10 @@ def _leaf_grads(
     return tuple(grads)
 
 
+def _leaves(tape: Tape, passed: Sequence[Any], nums: Sequence[int]) -> list[Var | None]:
+    return [tape.leaf(passed[num], num) if differentiable(passed[num]) else None for num in nums]
+
+
 def value_and_grad(
     fn: Callable[..., Any],
     argnums: int | Sequence[int] = 0,
@@ -114,10 +161,11 @@ def value_and_grad(
     def run(*args: Any, **kwargs: Any) -> Any:
         builtins = install(target)
         nums = _argnums(argnums, len(args), api)
-        tape = Tape()
-        leaves = [tape.leaf(args[num], num, api) for num in nums]
-        tape.see(args)  # an argument returned as it is depends on no differentiated one
-        result = _forward(tape, fn, args, kwargs)
+        tape = Tape(api)
+        passed = _track(tape, args, nums, api)
+        leaves = _leaves(tape, passed, nums)
+        tape.see(passed)  # an argument returned as it is depends on no differentiated one
+        result = _forward(tape, fn, passed, kwargs)
         out, aux = _split_aux(result, has_aux, api)
         shape = getattr(out, "shape", None)
         if shape is None or tuple(shape) != ():
@@ -133,7 +181,7 @@ def value_and_grad(
         )
         grads = _leaf_grads(tape, builtins, leaves, [args[n] for n in nums], found)
         value = (out, aux) if has_aux else out
-        return value, grads[0] if isinstance(argnums, int) else grads
+        return _plain((value, grads[0] if isinstance(argnums, int) else grads))
 
     return run
 
@@ -202,9 +250,11 @@ def vjp(
     """
     api = "vjp"
     builtins = install(default_dispatcher if dispatcher is None else dispatcher)
-    tape = Tape()
-    leaves = [tape.leaf(primal, index, api) for index, primal in enumerate(primals)]
-    out, aux = _split_aux(_forward(tape, fn, primals, {}), has_aux, api)
+    tape = Tape(api)
+    nums = range(len(primals))
+    passed = _track(tape, primals, nums, api)
+    leaves = _leaves(tape, passed, nums)
+    out, aux = _split_aux(_forward(tape, fn, passed, {}), has_aux, api)
     outputs = _flatten(out)
 
     def vjp_fn(cotangent: Any) -> tuple[Any, ...]:
@@ -221,6 +271,8 @@ def vjp(
             if var is not None:
                 roots.append((var, ct))
         found = backward(tape, builtins, roots, api) if roots else {}
-        return _leaf_grads(tape, builtins, leaves, primals, found)
+        grads: tuple[Any, ...] = _plain(_leaf_grads(tape, builtins, leaves, primals, found))
+        return grads
 
-    return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)
+    plain_out, plain_aux = _plain((out, aux))
+    return (plain_out, vjp_fn, plain_aux) if has_aux else (plain_out, vjp_fn)

@@ -17,6 +17,7 @@ from typing import Any, Final, NoReturn
 
 from customop.dask._ref import OpRef
 from customop.dispatch import OperatorHandle
+from customop.exceptions import DebugCheckError
 from customop.fake import FakeTensorMode
 from customop.tensor import FakeTensor, SymInt, dtype, to_dtype
 
@@ -33,24 +34,70 @@ def fail(op: OperatorHandle, what: str, why: str, fix: str) -> NoReturn:
 
 
 class ChunkCall:
-    """A task's function: ``call(*chunks)`` runs the op with the chunks in its tensor slots."""
+    """A task's function: ``call(*chunks)`` runs the op with the chunks in its tensor slots.
 
-    __slots__ = ("args", "kwargs", "op", "slots")
+    With ``check`` (a graph built inside ``customop.debug_checks()``), each
+    result is compared with what the op's fake impl gives for the same chunks;
+    otherwise the fake is trusted, as the graph's metadata already is.
+    """
+
+    __slots__ = ("args", "check", "kwargs", "op", "slots")
 
     def __init__(
-        self, op: OpRef, args: tuple[Any, ...], kwargs: dict[str, Any], slots: tuple[Slot, ...]
+        self,
+        op: OpRef,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        slots: tuple[Slot, ...],
+        *,
+        check: bool = False,
     ) -> None:
         self.op = op
         self.args = args
         self.kwargs = kwargs
         self.slots = slots
+        self.check = check
 
     def __call__(self, *chunks: Any) -> Any:
         args, kwargs = _filled(self, chunks)
-        return self.op(*args, **kwargs)
+        result = self.op(*args, **kwargs)
+        if self.check:
+            _check_chunk(self, chunks, result)
+        return result
 
     def __repr__(self) -> str:
         return f"<chunks of {self.op.name}>"
+
+
+def _check_chunk(call: ChunkCall, chunks: Sequence[Any], result: Any) -> None:
+    """Raise `DebugCheckError` when a computed chunk is not what the fake impl says."""
+    with FakeTensorMode() as mode:
+        args, kwargs = _filled(call, [mode.from_real(chunk) for chunk in chunks])
+        fake = call.op(*args, **kwargs)
+    got_dtype = _dtype_name(result)
+    got_shape = tuple(getattr(result, "shape", ()))
+    want = tuple(fake.shape)
+    same_shape = len(got_shape) == len(want) and all(
+        isinstance(size, SymInt) or size == found
+        for size, found in zip(want, got_shape, strict=True)
+    )
+    if got_dtype == fake.dtype.name and same_shape:
+        return
+    shown = tuple(str(size) for size in want)
+    raise DebugCheckError(
+        f"{call.op.name} on dask arrays: a computed chunk has dtype {got_dtype} and shape "
+        f"{got_shape}, but the op's fake impl gives dtype {fake.dtype.name} and shape "
+        f"({', '.join(shown)}{',' if len(shown) == 1 else ''}) for the same input chunks. The "
+        "lazy array's dtype and chunk sizes come from the fake impl, so the array would "
+        "describe its chunks wrongly. Make the fake impl and the kernel agree."
+    )
+
+
+def _dtype_name(value: Any) -> str:
+    try:
+        return to_dtype(value.dtype).name
+    except (AttributeError, TypeError, ValueError):
+        return repr(getattr(value, "dtype", type(value).__name__))
 
 
 def chunk_meta(

@@ -27,6 +27,7 @@ from customop.dask._options import current_options
 from customop.dask._ref import OpRef
 from customop.dispatch import OperatorHandle
 from customop.exceptions import MissingKernelError
+from customop.ops import debug_state
 from customop.schema import tensor_kind
 
 __all__ = ["call_on_chunks"]
@@ -45,7 +46,7 @@ def call_on_chunks(op: OperatorHandle, args: tuple[Any, ...], kwargs: dict[str, 
     slots = tuple(slot for _, slot, _ in entries)
     template = tuple(None if i in slots else a for i, a in enumerate(args))
     rest = {k: v for k, v in kwargs.items() if k not in slots}
-    call = ChunkCall(OpRef.of(op), template, rest, slots)
+    call = ChunkCall(OpRef.of(op), template, rest, slots, check=debug_state.active)
     rule = blockwise_rule(op)
     if rule is not None:
         terms = [rule.inputs[term] for term, _, _ in entries]
@@ -140,7 +141,8 @@ def _blockwise(
     pairs = [item for pair in zip(arrays, terms, strict=True) for item in pair]
     chunks, aligned = da.core.unify_chunks(*pairs)
     out_chunks, out_dtype = chunk_meta(op, call, aligned, terms=terms, output=output, chunks=chunks)
-    token = tokenize(str(op.name), call.args, call.kwargs, *(a.name for a in aligned), output)
+    names = (a.name for a in aligned)
+    token = tokenize(call.op.token, call.args, call.kwargs, call.check, *names, output)
     what = f"rechunked-{rechunked}" if rechunked else ""
     contracted = "".join(dict.fromkeys(c for term in terms for c in term if c not in output))
     meta = _meta(len(output) + len(contracted), out_dtype.numpy)
@@ -244,7 +246,7 @@ def _whole(op: OperatorHandle, call: ChunkCall, arrays: list[Any]) -> Any:
 
     single = [a.rechunk(-1) if a.npartitions > 1 else a for a in arrays]
     chunks, out_dtype = whole_meta(op, call, single)
-    token = tokenize(str(op.name), call.args, call.kwargs, *(a.name for a in single))
+    token = tokenize(call.op.token, call.args, call.kwargs, call.check, *(a.name for a in single))
     name = _name(op, "whole", token)
     key = (name, *(0,) * len(chunks))
     refs = [TaskRef((a.name, *(0,) * a.ndim)) for a in single]

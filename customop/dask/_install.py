@@ -42,7 +42,7 @@ def _empty(shape: tuple[int, ...], element: dtype, where: Device) -> Any:
     return da.empty(shape, dtype=element.numpy)
 
 
-def dask_fallback(op: OperatorHandle, keyset: DispatchKeySet, *args: Any, **kwargs: Any) -> Any:
+def dask_fallback(op: OperatorHandle, keyset: DispatchKeySet, /, *args: Any, **kwargs: Any) -> Any:
     """The ``dask`` key's fallback: ``op`` on dask arrays as a lazy dask array."""
     from customop.dask._graph import call_on_chunks  # noqa: PLC0415 -- dask loads on first use
 

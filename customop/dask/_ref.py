@@ -1,7 +1,10 @@
 """Ops travel to Dask workers by reference: a name and the module that defines it.
 
-A task's function holds the `OperatorHandle` while it stays in this process
-(threaded scheduler). Pickled for a worker in another process, it becomes
+A task's function holds the op as it was when its graph was built while it
+stays in this process (threaded scheduler): a redefinition, a kernel override
+or the removal of the op changes no graph built before it, and each
+definition's tasks have keys of their own (`OpRef.token`), so two graphs of
+two definitions of one name never share a task. Pickled for a worker in another process, it becomes
 ``(op name, module)``: the worker imports the module, which registers the op
 in its ``customop.dispatcher``, and finds the op by name. Kernels never
 travel by value, so a worker runs the kernel its own install of the module
@@ -59,16 +62,22 @@ class OpRef:
 
     @classmethod
     def of(cls, op: OperatorHandle) -> OpRef:
-        """A reference to ``op`` that remembers where a worker finds it."""
+        """A reference to ``op`` as it is now, that remembers where a worker finds it."""
         module = defining_module(op)
         script = ""
         if module in ("__main__", "__mp_main__"):
             script = os.path.abspath(getattr(sys.modules[module], "__file__", "") or "")
-        return cls(op, str(op.name), module, script)
+        return cls(_frozen(op), str(op.name), module, script)
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    @property
+    def token(self) -> str:
+        """What task keys name: the op and, in this process, its definition as referenced."""
         handle = self._handle
-        if handle is None or not handle.has_schema:
+        return self.name if handle is None else f"{self.name}@{id(handle._state):x}"
+
+    def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
+        handle = self._handle
+        if handle is None:
             handle = self._handle = _resolve(self.name, self.module, self.script)
         return handle(*args, **kwargs)
 
@@ -77,6 +86,17 @@ class OpRef:
 
     def __repr__(self) -> str:
         return f"<customop op {self.name} from {self.module or '?'}>"
+
+
+def _frozen(op: OperatorHandle) -> OperatorHandle:
+    """A handle that calls through ``op``'s table as it is now, whatever is registered later.
+
+    A registration replaces the live handle's state (table, mask, key
+    extractor) whole, so a second handle holding the current state keeps
+    calling the kernels of this definition, boxed ones included (they get this
+    handle, and its ``redispatch`` reads the same state).
+    """
+    return OperatorHandle(op._entry, op._state)
 
 
 def _resolve(name: str, module: str, script: str) -> OperatorHandle:

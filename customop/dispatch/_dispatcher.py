@@ -51,7 +51,7 @@ from customop.dispatch._table import affected_keys
 from customop.exceptions import KernelOverrideWarning, RegistrationError
 from customop.schema import FunctionSchema, OperatorName
 
-__all__ = ["LIVE_DISPATCHERS", "Dispatcher", "LibraryKind"]
+__all__ = ["CREATION_HOOKS", "LIVE_DISPATCHERS", "Dispatcher", "LibraryKind"]
 
 LibraryKind: TypeAlias = Literal["DEF", "FRAGMENT", "IMPL"]
 T = TypeVar("T")
@@ -60,6 +60,9 @@ _CIA = DispatchKey.CompositeImplicitAutograd
 
 #: Every dispatcher alive (weakly held), for layers that serve a key on all of them.
 LIVE_DISPATCHERS: WeakSet[Dispatcher] = WeakSet()
+#: Called with each new dispatcher once it is made (dispatch modes install their
+#: Python fallback on one made while a mode is active).
+CREATION_HOOKS: list[Callable[[Dispatcher], None]] = []
 
 
 @final
@@ -106,6 +109,8 @@ class Dispatcher(Lookup, ExtraRegistry):
             defaults.append(self._autograd_default)
         self._defaults = tuple(defaults)
         LIVE_DISPATCHERS.add(self)  # dispatch modes install their Python fallback on each
+        for hook in CREATION_HOOKS:
+            hook(self)
 
     @property
     def default_registrations(self) -> tuple[RegistrationHandle, ...]:

@@ -36,7 +36,7 @@ class _Fallthrough:
     __slots__ = ()
     __name__ = "fallthrough"
 
-    def __call__(self, *args: Any, **kwargs: Any) -> NoReturn:
+    def __call__(self, /, *args: Any, **kwargs: Any) -> NoReturn:
         # Fallthrough keys are masked out of every call, so reaching this is a dispatcher bug.
         raise RuntimeError(
             "fallthrough: the fallthrough kernel ran. It marks keys to skip and is never "

@@ -23,8 +23,9 @@ from typing import Any, Final, final
 
 from typing_extensions import Self
 
-from customop.dispatch._dispatcher import LIVE_DISPATCHERS, Dispatcher
+from customop.dispatch._dispatcher import CREATION_HOOKS, LIVE_DISPATCHERS, Dispatcher
 from customop.dispatch._extras import Extra, ExtraRecord
+from customop.dispatch._guard import RegistryLock
 from customop.dispatch._handles import RegistrationHandle
 from customop.dispatch._kernel import DEFAULT_SOURCE, caller_source
 from customop.dispatch._keys import DispatchKey, DispatchKeySet
@@ -94,6 +95,8 @@ class DispatchMode:
         return op(*args, **kwargs)
 
     def __enter__(self) -> Self:
+        with _entered_lock:
+            _entered[0] += 1
         _install_everywhere()
         frame = _Frame(self, include_keys(DispatchKey.Python))
         frame.guard.__enter__()
@@ -116,6 +119,8 @@ class DispatchMode:
         frame = stack[-1]
         _STACK.reset(frame.token)  # type: ignore[arg-type]  # checked above
         frame.guard.__exit__(exc_type, exc, tb)
+        with _entered_lock:
+            _entered[0] -= 1
 
 
 def active_modes() -> tuple[DispatchMode, ...]:
@@ -132,7 +137,9 @@ def active_modes() -> tuple[DispatchMode, ...]:
     return tuple(frame.mode for frame in _STACK.get())
 
 
-def _python_fallback(op: OperatorHandle, keyset: DispatchKeySet, *args: Any, **kwargs: Any) -> Any:
+def _python_fallback(
+    op: OperatorHandle, keyset: DispatchKeySet, /, *args: Any, **kwargs: Any
+) -> Any:
     """The Python key's fallback: the innermost mode handles the call, popped meanwhile."""
     stack = _STACK.get()
     if not stack:  # every mode popped (inside handlers): run the kernels below
@@ -176,14 +183,31 @@ def _rule_for(op: OperatorHandle, mode_type: type) -> ModeRule | None:
 
 def _install_everywhere() -> None:
     for dispatcher in list(LIVE_DISPATCHERS):
-        if dispatcher not in _installed:
-            try:
-                handle: RegistrationHandle | None = dispatcher._add_fallback(
-                    DispatchKey.Python, _python_fallback, "customop.DispatchMode", DEFAULT_SOURCE
-                )
-            except RegistrationError:
-                handle = None  # the user's own Python fallback serves the key there
-            _installed[dispatcher] = handle
+        _install(dispatcher)
+
+
+def _install(dispatcher: Dispatcher) -> None:
+    if dispatcher not in _installed:
+        try:
+            handle: RegistrationHandle | None = dispatcher._add_fallback(
+                DispatchKey.Python, _python_fallback, "customop.DispatchMode", DEFAULT_SOURCE
+            )
+        except RegistrationError:
+            handle = None  # the user's own Python fallback serves the key there
+        _installed[dispatcher] = handle
+
+
+def _install_if_entered(dispatcher: Dispatcher) -> None:
+    """A dispatcher made while a mode is active (in any thread) gets the fallback at once:
+    calls in that mode include the Python key, which it would otherwise not serve."""
+    if _entered[0]:
+        _install(dispatcher)
+
+
+#: How many modes are active now, in every thread (modes entered, not yet exited).
+_entered: Final = [0]
+_entered_lock: Final = RegistryLock()
+CREATION_HOOKS.append(_install_if_entered)
 
 
 def register_dispatch_mode(op: OperatorHandle, mode: type, fn: ModeRule) -> RegistrationHandle:

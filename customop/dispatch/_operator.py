@@ -104,7 +104,7 @@ class OperatorHandle:
                 return record.value  # type: ignore[no-any-return]
         return None
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
         table, mask, extract = self._state
         local = _local_get()
         bits = (extract(args, kwargs) | local.included) & local.kept & mask
@@ -138,7 +138,7 @@ class OperatorHandle:
             return fn(self, keyset_from_bits(bits), *args, **kwargs)
         return fn(*args, **kwargs) if kwargs else fn(*args)  # see __call__
 
-    def dispatch_keyset(self, *args: Any, **kwargs: Any) -> DispatchKeySet:
+    def dispatch_keyset(self, /, *args: Any, **kwargs: Any) -> DispatchKeySet:
         """The keys a call with these arguments dispatches on; the highest one runs.
 
         Args:
@@ -193,7 +193,7 @@ def select_kernel(
     return partial(fn, handle, keyset_from_bits(bits)) if boxed else fn
 
 
-def missing_kernel(op: OperatorHandle, keyset: DispatchKeySet, *args: Any, **kwargs: Any) -> Any:
+def missing_kernel(op: OperatorHandle, keyset: DispatchKeySet, /, *args: Any, **kwargs: Any) -> Any:
     """The table's entry for keys with no kernel: raises `MissingKernelError`.
 
     A call may read the table in the middle of a write that registers the
@@ -212,7 +212,9 @@ def missing_kernel(op: OperatorHandle, keyset: DispatchKeySet, *args: Any, **kwa
     raise missing_kernel_error(entry.dispatcher, op, keyset, call_keys)
 
 
-def undefined_kernel(op: OperatorHandle, keyset: DispatchKeySet, *args: Any, **kwargs: Any) -> Any:
+def undefined_kernel(
+    op: OperatorHandle, keyset: DispatchKeySet, /, *args: Any, **kwargs: Any
+) -> Any:
     """Every entry of an operator without a schema: raises `UnknownOperatorError`.
 
     A call may read the table in the middle of a write that redefines the op

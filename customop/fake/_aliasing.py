@@ -21,6 +21,8 @@ def as_numpy(value: Any) -> np.ndarray[Any, Any] | None:
 
     if isinstance(value, np.ndarray):
         return value
+    if hasattr(value, "__dask_graph__"):
+        return None  # a lazy array: np.asarray would compute its whole graph
     if hasattr(value, "__array_interface__") or hasattr(value, "__array__"):
         try:
             return np.asarray(value)

@@ -94,7 +94,7 @@ class CustomOpDef(OpDefinition, Generic[P, R]):
         self.__name__ = getattr(fn, "__name__", options.name)
         self.__wrapped__ = fn
 
-    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+    def __call__(self, /, *args: P.args, **kwargs: P.kwargs) -> R:
         # NOTE: call code is built on the first call, not at registration: it
         # costs more than the registration itself, and many ops of a library
         # are never called in a given process. `_specialize` moves this object
@@ -484,7 +484,8 @@ def custom_op(
     fn: Callable[P, R] | None = None,
     /,
     *,
-    mutates_args: Sequence[str] | MutatesArgs,
+    # None: omitted. The overloads require it (mypy); at run time it gets a clear error.
+    mutates_args: Sequence[str] | MutatesArgs | None = None,
     device_types: str | Sequence[str] | None = None,
     schema: str | None = None,
     tags: TagsLike = (),
@@ -528,6 +529,14 @@ def custom_op(
         >>> scale(np.arange(3.0))
         array([0., 2., 4.])
     """
+    if mutates_args is None:
+        raise TypeError(
+            f"custom_op {name!r}: mutates_args is missing. customop must know which tensor "
+            "arguments the function writes to: callers, tracing and autograd assume the "
+            "others are unchanged (torch requires it too). Pass mutates_args=() when it "
+            "changes none of its inputs, the names of those it writes to, or "
+            "MutatesArgs.UNKNOWN."
+        )
     # The options model is built at the first @custom_op, not at `import customop` (issue #12).
     from customop.library._options import make_options  # noqa: PLC0415 - see above
 

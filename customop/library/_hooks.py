@@ -62,6 +62,17 @@ def device_keys(
                 key = dispatcher.parse_key(name, api=api)
             except ValueError:
                 key = None
+        kind, colon, index = name.partition(":")
+        if (
+            colon
+            and index.isdigit()
+            and (kind in _DEVICE_KEYS or kind in dispatcher._backends.devices)
+        ):
+            raise RegistrationError(
+                f"{api}: device type {name!r} has a device index. A kernel serves every device "
+                f"of its backend ({kind}:0, {kind}:1, ...), as in torch. Pass {kind!r}, without "
+                "the index."
+            )
         if key is None or not key.is_backend:
             known = sorted({*_DEVICE_KEYS, *dispatcher._backends.devices})
             raise RegistrationError(

@@ -406,7 +406,7 @@ class Library:
 
 
 def _keyset_kernel(fn: Callable[..., Any]) -> Callable[..., Any]:
-    def kernel(op: object, keyset: DispatchKeySet, *args: Any, **kwargs: Any) -> Any:
+    def kernel(op: object, keyset: DispatchKeySet, /, *args: Any, **kwargs: Any) -> Any:
         return fn(keyset, *args, **kwargs)
 
     # Dumps and errors name kernels by __name__: show the user's, not this wrapper's.
@@ -419,10 +419,10 @@ def _torch_fallback(fn: Callable[..., Any], with_keyset: bool | None) -> Callabl
     if with_keyset is None or fn is fallthrough:
         return fn
 
-    def with_keys(op: object, keyset: DispatchKeySet, *args: Any, **kwargs: Any) -> Any:
+    def with_keys(op: object, keyset: DispatchKeySet, /, *args: Any, **kwargs: Any) -> Any:
         return fn(keyset, op, *args, **kwargs)
 
-    def without_keys(op: object, keyset: DispatchKeySet, *args: Any, **kwargs: Any) -> Any:
+    def without_keys(op: object, keyset: DispatchKeySet, /, *args: Any, **kwargs: Any) -> Any:
         return fn(op, *args, **kwargs)
 
     kernel = with_keys if with_keyset else without_keys

@@ -56,8 +56,9 @@ __all__ = [
 
 _local_get: Final = LOCAL_KEYS.get
 _SINGLE: Final = frozenset({"tensor", "optional"})
+# Not Device: its value must parse and name a backend ("cuda:abc" is a str too).
 _TYPE_CHECKABLE: Final = frozenset(
-    {"Tensor", "int", "SymInt", "float", "bool", "str", "Scalar", "ScalarType", "Device", "complex"}
+    {"Tensor", "int", "SymInt", "float", "bool", "str", "Scalar", "ScalarType", "complex"}
 )
 
 

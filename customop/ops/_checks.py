@@ -24,7 +24,7 @@ from customop.schema import (
     TupleType,
     UnionType,
 )
-from customop.tensor import DTYPES, SymInt
+from customop.tensor import DTYPES, Device, SymInt
 
 __all__ = [
     "Check",
@@ -93,7 +93,27 @@ _DTYPE_MODULES: Final = frozenset({"torch", "cupy", "jax", "jaxlib", "customop"}
 
 
 def _is_device(value: object) -> bool:
-    return isinstance(value, str) or isinstance(getattr(value, "type", None), str)
+    """A device: its text (or a ``torch.device``-like's type and index) parses as one."""
+    if not isinstance(value, str | Device) and not isinstance(getattr(value, "type", None), str):
+        return False
+    try:
+        Device(value)  # type: ignore[arg-type]  # a str, a Device or a .type object here
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _device_check(devices: dict[str, int]) -> Check:
+    """A Device of the dispatcher whose device types are ``devices`` (renames included)."""
+
+    def is_device(value: object) -> bool:
+        if not _is_device(value):
+            return False
+        kind = value.partition(":")[0] if isinstance(value, str) else getattr(value, "type", "")
+        return kind in devices
+
+    is_device.devices = devices  # type: ignore[attr-defined]  # what the error lists
+    return is_device
 
 
 def _anything(value: object) -> bool:
@@ -137,6 +157,9 @@ def value_check(tp: SchemaType, is_tensor: Check, *, int_like: Check = _is_size)
             return is_tensor
         if tp.name in ("int", "SymInt") and int_like is not _is_size:
             return int_like
+        devices = getattr(is_tensor, "devices", None)
+        if tp.name == "Device" and devices is not None:
+            return _device_check(devices)
         return BASE_CHECKS.get(tp.name, _anything)
     if isinstance(tp, OptionalType):
         inner = value_check(tp.elem, is_tensor, int_like=int_like)
@@ -172,9 +195,16 @@ def _kind(value: object) -> str:
     )
 
 
-def _hint(tp: SchemaType) -> str:
+def _hint(tp: SchemaType, check: Check | None, value: object) -> str:
     inner = tp.elem if isinstance(tp, OptionalType) else tp
     optional = " or None" if isinstance(tp, OptionalType) else ""
+    devices = getattr(check, "devices", None)
+    device_like = isinstance(value, str) or hasattr(value, "type")
+    if isinstance(inner, BaseType) and inner.name == "Device" and devices and device_like:
+        return (
+            "Pass a device of this dispatcher: a device type with an optional index, e.g. "
+            f"'cpu' or 'cuda:1' (device types: {', '.join(sorted(devices))}){optional}."
+        )
     if isinstance(inner, BaseType) and inner.name == "Tensor":
         return f"Pass an array of a registered type (numpy.ndarray is built in){optional}."
     if isinstance(inner, ListType):
@@ -195,7 +225,7 @@ def argument_type_error(
     where = "keyword-only" if arg.kwarg_only else f"position {index}"
     choices = getattr(check, "choices", None)
     expects = str(arg.type)
-    hint = _hint(arg.type)
+    hint = _hint(arg.type, check, value)
     if choices:
         expects = "one of " + ", ".join(repr(c) for c in choices)
         hint = "Pass one of those values."
@@ -213,6 +243,8 @@ def is_tensor_check(dispatcher: Dispatcher) -> Callable[[object], bool]:
     def is_tensor(value: object) -> bool:
         return type(value) in fast or registry.lookup(type(value)) is not None
 
+    # The dispatcher's device types (a live view: renames add theirs), for Device checks.
+    is_tensor.devices = registry.devices  # type: ignore[attr-defined]
     return is_tensor
 
 

@@ -47,7 +47,7 @@ class OpOverload:
         self._site = site
         self.schema = schema
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
         site = self._site
         if site is not None:
             return self._specialize(site)(*args, **kwargs)

@@ -142,7 +142,7 @@ class OpOverloadPacket:
             raise AttributeError(overload)  # Python protocols (__deepcopy__, ...), never overloads
         return self.overload(unmangle(overload))
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
         single = self._current_single()
         if single is not None:
             self._specialize(single)

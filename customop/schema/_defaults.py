@@ -32,6 +32,7 @@ __all__ = [
     "DefaultValue",
     "check_default",
     "coerce_default",
+    "encodable",
     "format_value",
 ]
 
@@ -88,7 +89,8 @@ def _decode(value: Any) -> Any:
     return value
 
 
-def _encodable(text: str) -> bool:
+def encodable(text: str) -> bool:
+    """Whether ``text`` can be schema text (UTF-8): no lone surrogates."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -139,7 +141,7 @@ class Default(Frozen):
                     f"integer default {_describe(text)}. Schema integers are 64-bit, as "
                     "torch's. Use a value from -2**63 to 2**63 - 1, or a float."
                 )
-            if isinstance(text, str) and not _encodable(text):
+            if isinstance(text, str) and not encodable(text):
                 raise SchemaError(
                     f"string default {clip_repr(text)} has a lone surrogate. Schema text is UTF-8, "
                     "which cannot hold one. Use a valid Unicode string."

@@ -22,7 +22,7 @@ from typing import Any, Final, final
 from customop.exceptions import RegistrationError, SchemaError
 from customop.schema._base import build
 from customop.schema._clip import clip_repr
-from customop.schema._defaults import INT64_MAX, INT64_MIN, Default
+from customop.schema._defaults import INT64_MAX, INT64_MIN, Default, encodable
 from customop.schema._infer_signature import (
     EMPTY,
     Param,
@@ -120,6 +120,13 @@ def _default(value: object, shape: Shape, site: Site) -> Default | None:
             f"has the default {clip_repr(value, 40)}, beyond the 64-bit range",
             "Schema integers are 64-bit, as torch's, so the schema could not be parsed back",
             "Use a value from -2**63 to 2**63 - 1, or a float",
+        )
+    if isinstance(value, str) and not encodable(value):
+        site.fail(
+            f"has the default {clip_repr(value)}, which holds a lone surrogate",
+            "Schema text is UTF-8, which cannot hold one, so the schema could not be printed",
+            "Write the whole character (a surrogate pair is one character in Python: "
+            "'\\U0001f600', not '\\ud83d\\ude00')",
         )
     if shape.base in ("float", "SymFloat") and shape.form == "?" and type(value) is int:
         # torch's parser reads `float? x=0` as the int 0 (only a plain float converts):

@@ -50,6 +50,7 @@ from customop.symbolic import SymBool
 # modules (tests/test_layers.py checks every import against this list).
 from customop.tensor._backends import BUILTIN_DEVICES as BUILTIN_DEVICES
 from customop.tensor._backends import add_adapter as add_adapter
+from customop.tensor._backends import numpy_empty as numpy_empty
 from customop.tensor._check import ASSUMPTION_SINK as ASSUMPTION_SINK
 from customop.tensor._check import assumptions_about as assumptions_about
 from customop.tensor._ctx import FAKE_IMPL_CODES as FAKE_IMPL_CODES
@@ -68,6 +69,7 @@ __internal__ = (
     "PLAIN_FAKE_FACTORIES",
     "add_adapter",
     "assumptions_about",
+    "numpy_empty",
     "get_ctx",
     "to_dtype",
 )

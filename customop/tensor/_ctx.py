@@ -17,7 +17,13 @@ from customop.dispatch import user_stacklevel
 from customop.symbolic import ShapeEnv, SymInt
 from customop.tensor._factory import CURRENT_FAKE_MODE
 
-__all__ = ["DEFAULT_SHAPE_ENV", "FAKE_IMPL_CODES", "FakeImplCtx", "get_ctx"]
+__all__ = [
+    "DEFAULT_SHAPE_ENV",
+    "FAKE_IMPL_CODES",
+    "FakeImplCtx",
+    "get_ctx",
+    "running_fake_impl",
+]
 
 #: Where sizes come from when no fake mode (with its own ShapeEnv) is active.
 DEFAULT_SHAPE_ENV: Final = ShapeEnv()
@@ -76,7 +82,8 @@ FAKE_IMPL_CODES: Final[weakref.WeakKeyDictionary[CodeType, str]] = weakref.WeakK
 _MAX_DEPTH: Final = 32
 
 
-def _running_fake_impl() -> str | None:
+def running_fake_impl() -> str | None:
+    """The op whose fake impl is running (a caller of the caller of this), or None."""
     frame: FrameType | None = sys._getframe(2)
     for _ in range(_MAX_DEPTH):
         if frame is None:
@@ -97,7 +104,7 @@ def get_ctx() -> FakeImplCtx:
     Raises:
         RuntimeError: no fake impl is running.
     """
-    op = _running_fake_impl()
+    op = running_fake_impl()
     if op is None:
         raise RuntimeError(
             "get_ctx: no fake impl is running. get_ctx() gives a fake impl its context "

@@ -28,6 +28,7 @@ from typing import Final, NoReturn, TypeAlias, overload
 from customop.symbolic import IntLike, SymInt, as_int, bounds
 from customop.tensor._device import Device, DeviceLike, to_device
 from customop.tensor._dtype import DTypeLike, dtype, float32, to_dtype
+from customop.tensor._fake_data import FakeTensorData
 from customop.tensor._fake_methods import FakeTensorMethods
 
 __all__ = ["FOREIGN_SIZES", "FakeTensor", "ShapeLike", "to_shape"]
@@ -36,7 +37,7 @@ __all__ = ["FOREIGN_SIZES", "FakeTensor", "ShapeLike", "to_shape"]
 ShapeLike: TypeAlias = IntLike | Iterable[IntLike]
 
 
-class FakeTensor(FakeTensorMethods):
+class FakeTensor(FakeTensorMethods, FakeTensorData):
     """An array without data: ``FakeTensor((s0, 3), customop.float32, "cuda:1")``.
 
     ``shape`` entries are ints >= 0 or `SymInt`s; ``dtype`` is anything
@@ -48,13 +49,11 @@ class FakeTensor(FakeTensorMethods):
     Subclasses (the trace layer's tracer tensors) may add slots; a subclass
     dispatches with FakeTensor's keys unless it registers its own. The torch
     metadata methods fake impls call (``new_empty``, ``reshape``, ``x[:, None]``,
-    ...) come from `FakeTensorMethods`.
+    ...) come from `FakeTensorMethods`; reading values or computing on a fake
+    (``int(x[0])``, ``np.add(x, 1)``, ``x + 1``) raises, as `FakeTensorData` says.
     """
 
     __slots__ = ("_device", "_dtype", "_shape")
-
-    # Binary numpy operations on a fake raise instead of building object arrays.
-    __array_ufunc__ = None
 
     _device: Device
     _dtype: dtype

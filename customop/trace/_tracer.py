@@ -11,6 +11,7 @@ the trace's table.
 from __future__ import annotations
 
 import inspect
+import threading
 import weakref
 from collections.abc import Callable
 from contextvars import ContextVar
@@ -21,7 +22,7 @@ from customop.dispatch import dispatcher as default_dispatcher
 from customop.fake import FakeTensorMode
 from customop.tensor import ASSUMPTION_SINK, FakeTensor, SymInt, assumptions_about
 from customop.trace._graph import Graph
-from customop.trace._meta import TensorMeta, meta_of
+from customop.trace._meta import TensorMeta, is_scalar, meta_of
 from customop.trace._node import Node, NodeRef
 from customop.trace._values import CONSTANT_TYPES, ConstantKind
 
@@ -73,9 +74,10 @@ _ACTIVE: Final[ContextVar[_Trace | None]] = ContextVar("customop.trace", default
 _BELOW_TRACER: Final = DispatchKeySet.full().below(DispatchKey.Tracer)
 _below: dict[DispatchKeySet, DispatchKeySet] = {}  # key sets are few and immutable
 _installed: weakref.WeakKeyDictionary[Dispatcher, Any] = weakref.WeakKeyDictionary()
+_install_lock: Final = threading.Lock()
 
 
-def _record(op: OperatorHandle, keyset: DispatchKeySet, *args: Any, **kwargs: Any) -> Any:
+def _record(op: OperatorHandle, keyset: DispatchKeySet, /, *args: Any, **kwargs: Any) -> Any:
     """The Tracer key's fallback: compute below Tracer, then record the call."""
     below = _below.get(keyset)
     if below is None:
@@ -84,6 +86,7 @@ def _record(op: OperatorHandle, keyset: DispatchKeySet, *args: Any, **kwargs: An
     active = _ACTIVE.get()
     if active is None:
         return result
+    _check_fake(op, result)
     node = active.graph.call(op, active.swap(args), active.swap(kwargs), meta_of(result))
     if isinstance(result, tuple | list):
         for index, item in enumerate(result):
@@ -94,10 +97,30 @@ def _record(op: OperatorHandle, keyset: DispatchKeySet, *args: Any, **kwargs: An
 
 
 def _install(dispatcher: Dispatcher) -> None:
-    if dispatcher not in _installed:
-        _installed[dispatcher] = dispatcher.register_fallback(
-            DispatchKey.Tracer, _record, debug="customop.trace"
-        )
+    if dispatcher in _installed:
+        return
+    with _install_lock:  # two first traces at once: one registers, the other sees it
+        if dispatcher not in _installed:
+            _installed[dispatcher] = dispatcher.register_fallback(
+                DispatchKey.Tracer, _record, debug="customop.trace"
+            )
+
+
+def _check_fake(op: OperatorHandle, result: Any) -> None:
+    """Refuse a real array where the op's fake impl must have made a fake."""
+    items = result if isinstance(result, tuple | list) else (result,)
+    for index, item in enumerate(items):
+        if isinstance(item, FakeTensor | type) or is_scalar(item):
+            continue
+        if hasattr(item, "shape") and hasattr(item, "dtype"):
+            kind = type(item)
+            raise TypeError(
+                f"trace: {str(op.name)!r} computed a real array under the trace: output "
+                f"{index} is {kind.__module__}.{kind.__qualname__}, not a FakeTensor. A trace "
+                "runs ops on fakes (shape, dtype and device, no data), and a real array would "
+                "be recorded as if it were one. Make the op's fake impl return fakes, e.g. "
+                "customop.empty_like(x) or x.new_empty(shape)."
+            )
 
 
 def _input_names(fn: Callable[..., Any], count: int) -> list[str]:

@@ -299,3 +299,15 @@ def test_a_users_own_python_fallback_is_kept() -> None:
     with Log([]):
         f(X)
     assert seen == ["own::f"]
+
+
+def test_a_dispatcher_made_inside_a_mode_calls_its_ops() -> None:
+    log: list[str] = []
+    with Log(log):
+        d = Dispatcher()  # made after the mode was entered: it never saw __enter__
+        d.register_def("late::f(Tensor x) -> Tensor")
+        d.register_impl("late::f", "CPU", lambda x: x + 1)
+        f = d.find_schema_or_throw("late::f")
+        np.testing.assert_array_equal(f(X), X + 1)
+    assert log == ["late::f(ndarray)"]
+    np.testing.assert_array_equal(f(X), X + 1)  # and after the block, without the mode

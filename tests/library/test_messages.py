@@ -85,3 +85,41 @@ def test_missing_kernel_suggests_register_impl_for_library_ops(dispatcher: Dispa
         lib.impl("f", lambda x: x, "CUDA")
         with pytest.raises(MissingKernelError, match=r"register_impl\('msg::f', 'CPU', fn\)"):
             dispatcher.find_op("msg::f")(np.ones(1))  # type: ignore[misc]
+
+
+def test_custom_op_without_mutates_args_says_what_to_pass(dispatcher: Dispatcher) -> None:
+    def f(x: np.ndarray) -> np.ndarray:
+        return x
+
+    for make in (
+        lambda: custom_op("msg::f", f, dispatcher=dispatcher),  # type: ignore[call-overload]
+        lambda: custom_op("msg::f", dispatcher=dispatcher)(f),  # type: ignore[call-overload]
+    ):
+        with pytest.raises(TypeError) as caught:
+            make()
+        assert str(caught.value) == (
+            "custom_op 'msg::f': mutates_args is missing. customop must know which tensor "
+            "arguments the function writes to: callers, tracing and autograd assume the "
+            "others are unchanged (torch requires it too). Pass mutates_args=() when it "
+            "changes none of its inputs, the names of those it writes to, or "
+            "MutatesArgs.UNKNOWN."
+        )
+    assert dispatcher.find_op("msg::f") is None  # nothing was registered
+
+
+@pytest.mark.parametrize("device", ["cuda:0", "cpu:1"])
+def test_register_kernel_with_a_device_index_says_to_drop_it(
+    dispatcher: Dispatcher, device: str
+) -> None:
+    @custom_op("msg::g", mutates_args=(), dispatcher=dispatcher)
+    def g(x: np.ndarray) -> np.ndarray:
+        return x
+
+    kind = device.partition(":")[0]
+    with pytest.raises(RegistrationError) as caught:
+        g.register_kernel(device, lambda x: x)
+    assert str(caught.value) == (
+        f"msg::g.register_kernel: device type {device!r} has a device index. A kernel serves "
+        f"every device of its backend ({kind}:0, {kind}:1, ...), as in torch. Pass "
+        f"{kind!r}, without the index."
+    )

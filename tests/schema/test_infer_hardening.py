@@ -8,6 +8,7 @@ from typing import Annotated, Literal, Optional
 
 import pytest
 
+from customop import Dispatcher, custom_op
 from customop.exceptions import SchemaError
 from customop.schema import infer_schema, parse_schema
 from customop.tensor import Tensor
@@ -46,6 +47,10 @@ def unannotated_huge(x: Tensor, n=10**5000) -> Tensor:  # type: ignore[no-untype
     return x
 
 
+def lone_surrogate(x: Tensor, s: str = "\ud800") -> Tensor:
+    return x
+
+
 @pytest.mark.parametrize(
     ("fn", "message"),
     [
@@ -56,6 +61,11 @@ def unannotated_huge(x: Tensor, n=10**5000) -> Tensor:  # type: ignore[no-untype
         (beyond_digit_limit, "has the default <an integer of about 5000 digits>, beyond"),
         (float_beyond_digit_limit, "beyond the 64-bit range"),
         (unannotated_huge, "parameter 'n' of function 'unannotated_huge' has no annotation"),
+        (
+            lone_surrogate,
+            "parameter 's' of function 'lone_surrogate' has the default '\\ud800', "
+            "which holds a lone surrogate. Schema text is UTF-8",
+        ),
     ],
     ids=lambda v: getattr(v, "__name__", "message"),
 )
@@ -97,3 +107,8 @@ def test_int_defaults_of_float_parameters_round_trip(fn: typing.Callable[..., ob
     schema = infer_schema(fn, mutates_args=())
     assert parse_schema(str(schema)) == schema
     assert parse_schema(schema.format("source")) == schema
+
+
+def test_custom_op_of_a_lone_surrogate_default_is_a_schema_error() -> None:
+    with pytest.raises(SchemaError, match=r"custom_op 'sg::f': infer_schema: parameter 's'"):
+        custom_op("sg::f", lone_surrogate, mutates_args=(), dispatcher=Dispatcher())

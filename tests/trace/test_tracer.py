@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+import threading
+
 import numpy as np
 import pytest
 
@@ -79,3 +82,63 @@ def test_wrong_rank_on_rerun(dispatcher: Dispatcher) -> None:
     graph = trace(lambda x: neg(x), np.ones((2, 2)), dispatcher=dispatcher)  # type: ignore[operator]
     with pytest.raises(ValueError, match="rank"):
         graph.run(np.ones(3), dispatcher=dispatcher)
+
+
+@pytest.mark.parametrize(
+    ("fake", "output"),
+    [
+        (lambda x: np.zeros(x.shape), "output 0 is numpy.ndarray"),
+        (lambda x: (empty_like(x), np.zeros(3)), "output 1 is numpy.ndarray"),
+    ],
+    ids=["one", "second-of-two"],
+)
+def test_a_fake_impl_returning_a_real_array_is_refused(
+    dispatcher: Dispatcher, fake: object, output: str
+) -> None:
+    @custom_op("tr::liar", mutates_args=(), dispatcher=dispatcher)
+    def liar(x: np.ndarray) -> np.ndarray:
+        return -x
+
+    liar.register_fake(fake)
+    with pytest.raises(TypeError) as info:
+        trace(lambda x: liar(x), np.ones(3), dispatcher=dispatcher)
+    assert str(info.value) == (
+        f"trace: 'tr::liar' computed a real array under the trace: {output}, not a "
+        "FakeTensor. A trace runs ops on fakes (shape, dtype and device, no data), and a real "
+        "array would be recorded as if it were one. Make the op's fake impl return fakes, "
+        "e.g. customop.empty_like(x) or x.new_empty(shape)."
+    )
+
+
+def test_traces_in_threads_on_one_fresh_dispatcher() -> None:
+    errors: list[BaseException] = []
+    graphs: list[Graph] = []
+
+    def round_of(threads: int) -> None:
+        fresh = Dispatcher()  # the first trace on a dispatcher installs its Tracer fallback
+        install_backends(fresh)
+        neg = _unary(fresh, "tneg", np.negative)
+        start = threading.Barrier(threads)
+
+        def work() -> None:
+            start.wait()
+            try:
+                graphs.append(trace(lambda x: neg(x), np.ones(2), dispatcher=fresh))  # type: ignore[operator]
+            except BaseException as error:  # collected for the assertion below
+                errors.append(error)
+
+        pool = [threading.Thread(target=work) for _ in range(threads)]
+        for thread in pool:
+            thread.start()
+        for thread in pool:
+            thread.join()
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        for _ in range(10):
+            round_of(4)
+    finally:
+        sys.setswitchinterval(interval)
+    assert errors == []
+    assert len(graphs) == 40 and all(len(g.nodes) == 3 for g in graphs)
