@@ -73,7 +73,7 @@ class OpRef:
     def token(self) -> str:
         """What task keys name: the op and, in this process, its definition as referenced."""
         handle = self._handle
-        return self.name if handle is None else f"{self.name}@{id(handle._state):x}"
+        return self.name if handle is None else f"{self.name}@{handle.generation:x}"
 
     def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
         handle = self._handle
@@ -89,14 +89,8 @@ class OpRef:
 
 
 def _frozen(op: OperatorHandle) -> OperatorHandle:
-    """A handle that calls through ``op``'s table as it is now, whatever is registered later.
-
-    A registration replaces the live handle's state (table, mask, key
-    extractor) whole, so a second handle holding the current state keeps
-    calling the kernels of this definition, boxed ones included (they get this
-    handle, and its ``redispatch`` reads the same state).
-    """
-    return OperatorHandle(op._entry, op._state)
+    """A handle that calls through ``op``'s table as it is now (`OperatorHandle.frozen`)."""
+    return op.frozen()
 
 
 def _resolve(name: str, module: str, script: str) -> OperatorHandle:

@@ -70,6 +70,26 @@ class OperatorHandle:
         """The dispatcher that holds this operator."""
         return self._entry.dispatcher
 
+    def frozen(self) -> OperatorHandle:
+        """A handle that calls through this op's table as it is now, whatever comes later.
+
+        A registration replaces the live handle's state (table, mask, key extractor)
+        whole, so a handle holding the current state keeps calling this
+        generation's kernels, boxed ones included (they get the frozen handle,
+        whose ``redispatch`` reads the same state). Graphs built now and run later
+        (``customop.dask``) call through one.
+
+        Returns:
+            The frozen handle; its `generation` names the state it holds.
+        """
+        return OperatorHandle(self._entry, self._state)
+
+    @property
+    def generation(self) -> int:
+        """A token of the registrations this handle calls through now: it changes with
+        every registration change of the op (and is stable on a `frozen` handle)."""
+        return id(self._state)
+
     def registered_kernel(self, key: DispatchKey) -> Callable[..., Any] | None:
         """The newest kernel registered on ``key`` itself (no table precedence), or None.
 
