@@ -16,21 +16,21 @@ with a warning naming ``register_vmap``.
 
 from __future__ import annotations
 
+import os
+import sys
 import warnings
 from collections.abc import Sequence
 from typing import Any, Final
 
 import jax
 import jax.numpy as jnp
+import jaxlib
 
-from customop.dispatch import user_stacklevel
 from customop.jax._abstract import abstract, api_of
 from customop.jax._layout import TENSOR, Statics, flatten_outputs, refuse, unflatten
 from customop.jax._plan import PRIMITIVE, Plan
 
 __all__ = ["batch"]
-
-_RANDOMNESS: Final = "error"
 
 
 def _in_dims(plan: Plan, args: Statics, dims: Sequence[int | None]) -> tuple[Any, ...] | None:
@@ -58,6 +58,22 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int)
 
 
+#: Frames of these packages are not the user's: a warning points past them.
+_NOT_USER: Final = tuple(
+    os.path.dirname(path) + os.sep
+    for path in (os.path.dirname(os.path.abspath(__file__)), jax.__file__, jaxlib.__file__)
+    if path
+)
+
+
+def _stacklevel() -> int:
+    """The ``stacklevel`` of the nearest frame outside customop, jax and jaxlib."""
+    level, frame = 1, sys._getframe(1)
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_NOT_USER):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def _warn_once(plan: Plan, why: str) -> None:
     owner = plan.owner
     if owner.warned:
@@ -69,7 +85,7 @@ def _warn_once(plan: Plan, why: str) -> None:
         f"because {why}. That is correct but sequential. Register a batching rule with "
         f"{short}.register_vmap(rule) to compute the batch in one call.",
         RuntimeWarning,
-        stacklevel=user_stacklevel(),
+        stacklevel=_stacklevel(),
     )
 
 
@@ -102,14 +118,15 @@ def _unbatched_avals(values: Sequence[Any], dims: Sequence[int | None]) -> list[
 def _with_rule(
     plan: Plan, args: Statics, values: Sequence[Any], dims: Sequence[int | None], in_dims: Any
 ) -> tuple[list[Any], list[int | None]]:
-    vmap = __import__("customop.vmap", fromlist=["VmapInfo"])
+    rule = plan.rule
+    assert rule is not None  # batch() calls this only for plans with a rule
     size = next(v.shape[d] for v, d in zip(values, dims, strict=True) if d is not None)
     positional, keywords = unflatten(plan.handle.schema, args, values)
-    info = vmap.VmapInfo(batch_size=size, randomness=_RANDOMNESS)
-    result, out_dims = plan.rule.fn(info, in_dims, *positional, **keywords)
+    result, out_dims = rule.fn(rule.info(size), in_dims, *positional, **keywords)
     avals, layout = abstract(plan, args, _unbatched_avals(values, dims))
     outs = flatten_outputs(layout, result)
     flat_dims = flatten_outputs(layout, out_dims)
+    flat_dims = [d if d is None else d % out.ndim for d, out in zip(flat_dims, outs, strict=True)]
     for index, (out, dim, aval) in enumerate(zip(outs, flat_dims, avals, strict=True)):
         shape = tuple(out.shape)
         unbatched = shape if dim is None else shape[:dim] + shape[dim + 1 :]

@@ -119,7 +119,8 @@ def bind_values(schema: FunctionSchema, args: tuple[Any, ...], kwargs: dict[str,
     return values
 
 
-def _frozen(value: Any, arg: Argument, api: str) -> Any:
+def _freeze(value: Any, arg: Argument, api: str) -> Any:
+    """``value`` with lists as tuples; arrays refused (they cannot be parameters)."""
     if is_jax(value) or isinstance(value, np.ndarray):
         refuse(
             TypeError,
@@ -129,14 +130,29 @@ def _frozen(value: Any, arg: Argument, api: str) -> Any:
             "Python values, fixed when JAX traces",
             "Pass a Python value, or declare the argument a Tensor in the op's schema",
         )
-    frozen = tuple(_frozen(item, arg, api) for item in value) if isinstance(value, list) else value
+    return tuple(_freeze(item, arg, api) for item in value) if isinstance(value, list) else value
+
+
+def _unhashable(value: Any) -> Any:
+    """The first part of ``value`` that cannot be hashed (``value`` itself, an item), or None."""
+    if isinstance(value, tuple):
+        return next((found for item in value if (found := _unhashable(item)) is not None), None)
     try:
-        hash(frozen)
+        hash(value)
     except TypeError:
+        return value
+    return None
+
+
+def _frozen(value: Any, arg: Argument, api: str) -> Any:
+    frozen = _freeze(value, arg, api)
+    culprit = _unhashable(frozen)
+    if culprit is not None:
+        holds = "is" if culprit is frozen else f"({type(value).__name__}) holds"
         refuse(
             TypeError,
             api,
-            f"argument {arg.name!r} is a {type(value).__name__}, which cannot be hashed",
+            f"argument {arg.name!r} {holds} a {type(culprit).__name__}, which cannot be hashed",
             "JAX keys its compile caches on a primitive's parameters, so they must be hashable",
             "Pass ints, floats, bools, strings, dtypes, enums, or lists and tuples of them",
         )

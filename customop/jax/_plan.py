@@ -25,7 +25,8 @@ Kernels, in this order (``kind``):
 from __future__ import annotations
 
 import importlib
-from typing import Any, Final, Literal, TypeAlias, final
+from collections.abc import Callable
+from typing import Any, Final, Literal, NamedTuple, TypeAlias, final
 
 from customop.autograd import AutogradFormula, formula_of
 from customop.dispatch import DispatchKey, DispatchKeySet, OperatorHandle
@@ -40,8 +41,10 @@ __all__ = [
     "PRIMITIVE",
     "Kind",
     "Plan",
+    "VmapRule",
     "describe_kind",
     "kernel_kind",
+    "vmap_api",
     "vmap_rule",
 ]
 
@@ -89,16 +92,32 @@ def describe_kind(kind: Kind) -> str:
     return _DESCRIPTIONS[kind]
 
 
-def vmap_rule(handle: OperatorHandle) -> Any:
-    """The op's batching rule (``register_vmap``), or None: the one place that reads it.
+@final
+class VmapRule(NamedTuple):
+    """An op's batching rule, as the batching rule of `PRIMITIVE` calls it."""
 
-    ``customop.vmap`` is built in parallel; until it exists, every op maps sequentially.
-    """
+    #: ``fn(info, in_dims, *args, **kwargs) -> (outputs, out_dims)``, torch's signature.
+    fn: Callable[..., Any]
+    #: ``info(batch_size)``: the ``info`` argument (``batch_size``, ``randomness``).
+    info: Callable[[int], Any]
+
+
+def vmap_api() -> Any:
+    """``customop.vmap`` (batching rules, built in parallel), or None while it is absent."""
     try:
-        vmap = importlib.import_module("customop.vmap")
+        return importlib.import_module("customop.vmap")
     except ImportError:
         return None
-    return vmap.rule_of(handle)
+
+
+def vmap_rule(handle: OperatorHandle) -> VmapRule | None:
+    """The op's batching rule (``register_vmap``), or None: the one place that reads it."""
+    api = vmap_api()
+    rule = None if api is None else api.rule_of(handle)
+    if rule is None:
+        return None
+    # JAX has no implicit randomness for a rule to share or split: torch's default.
+    return VmapRule(rule.fn, lambda size: api.VmapInfo(batch_size=size, randomness="error"))
 
 
 def _fixed_layout(handle: OperatorHandle) -> OutLayout | None:
@@ -120,7 +139,7 @@ class Plan:
         self.owner = owner  # the op's record: warnings once per op, not per plan
         self.kind: Kind = kernel_kind(handle)
         self.formula: AutogradFormula | None = formula_of(handle)
-        self.rule: Any = vmap_rule(handle)
+        self.rule = vmap_rule(handle)
         self.layout = _fixed_layout(handle)
         #: Abstract evaluations, by (statics, input avals): (output avals, output layout).
         self.shapes: dict[tuple[Any, ...], tuple[list[Any], OutLayout]] = {}
