@@ -11,8 +11,6 @@ This package imports jax (at module level: it is only ever imported on
 purpose); ``import customop`` never imports it.
 """
 
-from customop.jax._api import MIN_VERSION
-from customop.jax._api import TESTED
 from customop.jax._install import BACKEND
 from customop.jax._install import KEY
 from customop.jax._install import describe
@@ -22,9 +20,7 @@ from customop.jax._primitive import PRIMITIVE
 __all__ = [
     "BACKEND",
     "KEY",
-    "MIN_VERSION",
     "PRIMITIVE",
-    "TESTED",
     "describe",
     "install",
 ]

@@ -19,15 +19,16 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from customop.exceptions import MissingKernelError
 from customop.jax._abstract import abstract, api_of
-from customop.jax._api import canonical, lower_fun
+from customop.jax._api import aval_of, canonical, lower_fun
 from customop.jax._layout import Statics, flatten_outputs, refuse, unflatten
 from customop.jax._plan import CPU_KEYS, JAX_KEYS, Plan
 
-__all__ = ["lowering"]
+__all__ = ["lowering", "run_uncompiled"]
 
 
 def _check(plan: Plan, what: str, outs: Sequence[Any], avals: Sequence[Any]) -> None:
@@ -69,15 +70,22 @@ def _host_result(plan: Plan, outs: Sequence[Any], avals: Sequence[Any]) -> tuple
     return tuple(fixed)
 
 
-def _callback(plan: Plan, statics: Statics, avals_in: Any, avals_out: Any) -> Callable[..., Any]:
+def _host(plan: Plan, statics: Statics, avals_in: Any, avals_out: Any) -> Callable[..., Any]:
+    """The CPU kernel as a function of host arrays: numpy arrays in, numpy arrays out."""
     handle = plan.handle
     _, layout = abstract(plan, statics, avals_in)
-    results = [jax.ShapeDtypeStruct(aval.shape, aval.dtype) for aval in avals_out]
 
     def host(*arrays: Any) -> tuple[Any, ...]:
         args, kwargs = unflatten(handle.schema, statics, [np.asarray(a) for a in arrays])
         outs = flatten_outputs(layout, handle.redispatch(CPU_KEYS, *args, **kwargs))
         return _host_result(plan, outs, avals_out)
+
+    return host
+
+
+def _callback(plan: Plan, statics: Statics, avals_in: Any, avals_out: Any) -> Callable[..., Any]:
+    host = _host(plan, statics, avals_in, avals_out)
+    results = [jax.ShapeDtypeStruct(aval.shape, aval.dtype) for aval in avals_out]
 
     def run(*operands: Any) -> list[Any]:
         # Never batched itself: vmap reaches the customop primitive first.
@@ -108,3 +116,15 @@ def lowering(ctx: Any, *values: Any, op: Plan, args: Statics) -> Any:
     else:
         _missing(op)
     return lower_fun(fn, multiple_results=True)(ctx, *values)
+
+
+def run_uncompiled(plan: Plan, statics: Statics, operands: Sequence[Any]) -> list[Any]:
+    """The primitive on arrays without compiling it (under ``jax.disable_jit()``)."""
+    avals_in = [aval_of(x) for x in operands]
+    avals_out, _ = abstract(plan, statics, avals_in)
+    if plan.kind == "jax":
+        return list(_jax_kernel(plan, statics, avals_in, avals_out)(*operands))
+    if plan.kind == "callback":
+        host = _host(plan, statics, avals_in, avals_out)
+        return [jnp.asarray(out) for out in host(*operands)]
+    _missing(plan)

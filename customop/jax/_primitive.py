@@ -11,7 +11,8 @@ Rules: abstract evaluation from the fake impl (`_abstract`), lowering to the
 ``"jax"`` kernel or a host callback (`_lower`), the formula as VJP
 (`_grad`), the batching rule or a sequential map (`_batch`). Called
 eagerly on arrays, the primitive runs through ``jax.jit`` of itself, so the
-same op, avals and static arguments reuse one compiled executable.
+same op, avals and static arguments reuse one compiled executable (under
+``jax.disable_jit()``, the kernel runs as it is, uncompiled).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from customop.jax._api import ad, batching, mlir
 from customop.jax._batch import batch
 from customop.jax._grad import jvp
 from customop.jax._layout import Statics
-from customop.jax._lower import lowering
+from customop.jax._lower import lowering, run_uncompiled
 from customop.jax._plan import PRIMITIVE, Plan
 
 __all__ = ["PRIMITIVE"]
@@ -39,6 +40,8 @@ def _compiled(*operands: Any, op: Plan, args: Statics) -> Any:
 
 def _eager(*operands: Any, op: Plan, args: Statics) -> Any:
     """An eager call: JAX's compile cache, keyed on the plan, statics and avals."""
+    if jax.config.jax_disable_jit:  # jit would call the primitive, which would call jit...
+        return run_uncompiled(op, args, operands)
     return _compiled(*operands, op=op, args=args)
 
 

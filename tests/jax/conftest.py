@@ -9,10 +9,10 @@ import pytest
 
 pytest.importorskip("jax")
 
-import customop.jax  # noqa: E402
-from customop.dispatch import Dispatcher  # noqa: E402
-from customop.tensor import install_backends  # noqa: E402
-from tests.jax.ops import define  # noqa: E402
+import customop.jax
+from customop.dispatch import Dispatcher
+from customop.tensor import install_backends
+from tests.jax.ops import define
 
 
 @pytest.fixture

@@ -98,14 +98,15 @@ def _scores(xp: Any, q: Any, k: Any, scale: float, causal: bool) -> Any:
     return s
 
 
-def attention(xp: Any, q: Any, k: Any, v: Any, scale: float, causal: bool) -> Any:
+# noqa comments: a kernel takes the schema's arguments by position, as the dispatcher passes them.
+def attention(xp: Any, q: Any, k: Any, v: Any, scale: float, causal: bool) -> Any:  # noqa: PLR0917
     s = _scores(xp, q, k, scale, causal)
     m = s.max(-1, keepdims=True)
     lse = m + xp.log(xp.exp(s - m).sum(-1, keepdims=True))
     return xp.exp(s - lse) @ v, lse[..., 0]
 
 
-def attention_backward(
+def attention_backward(  # noqa: PLR0917
     xp: Any,
     dout: Any,
     dlse: Any,
@@ -334,14 +335,24 @@ def define(dispatcher: Dispatcher) -> tuple[SimpleNamespace, Library]:
 
 
 def _formulas(ops: SimpleNamespace, d: Dispatcher) -> None:
-    def formula(name: str, backward: Any, setup: Any) -> None:
+    def formula(name: str, backward: Any, setup: Any = None) -> None:
+        setup = setup or _keep_inputs
         customop.register_autograd(getattr(ops, name), backward, setup_context=setup, dispatcher=d)
 
-    def keep_inputs(ctx: Any, inputs: Any, output: Any) -> None:
-        ctx.inputs = inputs
+    _layer_formulas(ops, formula)
+    _shape_formulas(ops, formula)
 
-    def keep_all(ctx: Any, inputs: Any, output: Any) -> None:
-        ctx.inputs, ctx.output = inputs, output
+
+def _keep_inputs(ctx: Any, inputs: Any, output: Any) -> None:
+    ctx.inputs = inputs
+
+
+def _keep_all(ctx: Any, inputs: Any, output: Any) -> None:
+    ctx.inputs, ctx.output = inputs, output
+
+
+def _layer_formulas(ops: SimpleNamespace, formula: Callable[..., None]) -> None:
+    """Network layers: norms, softmax, attention, rotary, gelu, swiglu, cross entropy."""
 
     def layer_norm_bwd(ctx: Any, grad: Any) -> Any:
         x, weight, bias, eps = ctx.inputs
@@ -372,6 +383,26 @@ def _formulas(ops: SimpleNamespace, d: Dispatcher) -> None:
     def gelu_bwd(ctx: Any, grad: Any) -> Any:
         (x,) = ctx.saved_tensors
         return ops.gelu_backward(grad, x, ctx.approximate), None
+
+    def swiglu_bwd(ctx: Any, grad: Any) -> Any:
+        return ops.swiglu_backward(grad, *ctx.inputs)
+
+    def cross_entropy_bwd(ctx: Any, grad: Any) -> Any:
+        logits, target, reduction = ctx.inputs
+        return ops.cross_entropy_backward(grad, logits, target, reduction), None, None
+
+    formula("layer_norm", layer_norm_bwd)
+    formula("rms_norm", rms_norm_bwd)
+    formula("softmax", softmax_bwd, _keep_all)
+    formula("attention", attention_bwd, _keep_all)
+    formula("rotary", rotary_bwd)
+    formula("gelu", gelu_bwd, gelu_setup)
+    formula("swiglu", swiglu_bwd)
+    formula("cross_entropy", cross_entropy_bwd)
+
+
+def _shape_formulas(ops: SimpleNamespace, formula: Callable[..., None]) -> None:
+    """Reductions, concatenation and scans, whose backwards have formulas too (second order)."""
 
     def sum_setup(ctx: Any, inputs: Any, output: Any) -> None:
         x, ctx.dim, ctx.keepdim = inputs
@@ -404,25 +435,10 @@ def _formulas(ops: SimpleNamespace, d: Dispatcher) -> None:
     def rev_cumsum_bwd(ctx: Any, grad: Any) -> Any:
         return ops.cumsum(grad, ctx.inputs[1]), None
 
-    def swiglu_bwd(ctx: Any, grad: Any) -> Any:
-        return ops.swiglu_backward(grad, *ctx.inputs)
-
-    def cross_entropy_bwd(ctx: Any, grad: Any) -> Any:
-        logits, target, reduction = ctx.inputs
-        return ops.cross_entropy_backward(grad, logits, target, reduction), None, None
-
-    formula("layer_norm", layer_norm_bwd, keep_inputs)
-    formula("rms_norm", rms_norm_bwd, keep_inputs)
-    formula("softmax", softmax_bwd, keep_all)
-    formula("attention", attention_bwd, keep_all)
-    formula("rotary", rotary_bwd, keep_inputs)
-    formula("gelu", gelu_bwd, gelu_setup)
     formula("sum_dim", sum_bwd, sum_setup)
-    formula("broadcast_dim", broadcast_bwd, keep_inputs)
-    formula("max_dim", max_bwd, keep_all)
+    formula("broadcast_dim", broadcast_bwd)
+    formula("max_dim", max_bwd, _keep_all)
     formula("concat", concat_bwd, concat_setup)
-    formula("split", split_bwd, keep_inputs)
-    formula("cumsum", cumsum_bwd, keep_inputs)
-    formula("rev_cumsum", rev_cumsum_bwd, keep_inputs)
-    formula("swiglu", swiglu_bwd, keep_inputs)
-    formula("cross_entropy", cross_entropy_bwd, keep_inputs)
+    formula("split", split_bwd)
+    formula("cumsum", cumsum_bwd)
+    formula("rev_cumsum", rev_cumsum_bwd)

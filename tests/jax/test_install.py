@@ -245,3 +245,11 @@ def test_jit_traces_once_per_signature(dispatcher: Dispatcher) -> None:
 def test_statics_print_in_jaxprs(scale: Any) -> None:
     jaxpr = str(jax.make_jaxpr(lambda x: scale(x, 0.5))(jnp.ones(2)))
     assert "customop[args=(x=T, alpha=0.5) op=ji::scale]" in jaxpr
+
+
+def test_disable_jit_runs_the_kernels_uncompiled(scale: Any) -> None:
+    x = jnp.arange(3.0)
+    with jax.disable_jit():
+        np.testing.assert_array_equal(scale(x, 2.0), [0.0, 2.0, 4.0])  # the numpy kernel
+        scale.register_kernel("jax", lambda x, alpha=2.0: x * alpha)
+        np.testing.assert_array_equal(scale(x, 3.0), [0.0, 3.0, 6.0])  # the jnp kernel
