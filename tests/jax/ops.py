@@ -98,7 +98,7 @@ def _scores(xp: Any, q: Any, k: Any, scale: float, causal: bool) -> Any:
     return s
 
 
-# The PLR0917 noqa comments: a kernel takes the schema's arguments by position, as the dispatcher passes them.
+# PLR0917 below: a kernel takes the schema's arguments by position, as dispatch passes them.
 def attention(xp: Any, q: Any, k: Any, v: Any, scale: float, causal: bool) -> Any:  # noqa: PLR0917
     s = _scores(xp, q, k, scale, causal)
     m = s.max(-1, keepdims=True)
