@@ -39,10 +39,10 @@ from customop.tensor import register_backend
 
 __all__ = ["BACKEND", "DEFAULT_INSTALL", "KEY", "SOURCE", "describe", "install"]
 
-#: The backend's device type and key name.
 BACKEND: Final = "jax"
-#: The key customop.jax renames and uses (dask has PrivateUse3; PrivateUse1 stays free).
+"""The backend's device type and key name: ``op.register_kernel("jax", fn)``."""
 KEY: Final = JAX_KEY
+"""The dispatch key customop.jax renames ``"jax"``: ``PrivateUse2`` (Dask has PrivateUse3)."""
 #: Where dumps say the per-op kernels come from.
 SOURCE: Final = "<customop jax>"
 _DEBUG: Final = "binds the customop JAX primitive"

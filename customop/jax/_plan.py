@@ -50,9 +50,14 @@ __all__ = [
 
 Kind: TypeAlias = Literal["jax", "callback", "decompose", "missing"]
 
-#: The JAX primitive of customop ops (parameters ``op``: a `Plan`, ``args``: the
-#: call's `Statics`); its rules are registered by `customop.jax._primitive`.
 PRIMITIVE: Final[Any] = Primitive("customop")
+"""The JAX primitive every customop op binds on JAX arrays (printed ``customop``).
+
+Its operands are the call's tensors; its parameters ``op`` (the op, with the
+kernels, fake impl, formula and batching rule it had when traced) and
+``args`` (the other arguments, static). Its rules are registered on
+``import customop.jax``.
+"""
 PRIMITIVE.multiple_results = True
 
 #: The backend key JAX arrays dispatch to, renamed "jax" (``register_kernel("jax", fn)``).
