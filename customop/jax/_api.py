@@ -5,7 +5,8 @@ route JAX's own guide to custom primitives takes: ``jax.extend.core.Primitive``
 and the rule tables of ``jax.interpreters.ad`` (JVP, transpose),
 ``jax.interpreters.batching`` and ``jax.interpreters.mlir`` (lowering). They
 have no compatibility promise (``jax.extend``'s own words), so every name is
-looked up here and nowhere else; a JAX that lacks one fails on
+looked up here and nowhere else (with the class of JAX's arrays, which
+older releases do not derive from ``jax.Array``); a JAX that lacks one fails on
 ``import customop.jax`` with a message naming it, instead of deep inside a
 trace. The rest is JAX's public API: ``jax.pure_callback``, ``jax.lax.map``,
 ``jax.tree_util``, ``jax.jit``.
@@ -21,6 +22,7 @@ import jax
 __all__ = [
     "MIN_VERSION",
     "TESTED",
+    "ArrayImpl",
     "Primitive",
     "ShapedArray",
     "Tracer",
@@ -34,10 +36,11 @@ __all__ = [
     "mlir",
 ]
 
-#: The oldest JAX whose extension API has every name below (`jax.extend.core.Primitive`).
+#: The oldest JAX customop.jax was tested with: the floor it accepts.
 MIN_VERSION: Final = (0, 5, 0)
-#: The JAX versions customop.jax was tested with.
-TESTED: Final = "0.10.2"
+#: The JAX versions customop.jax was tested with (its test suite passes on both).
+TESTED: Final = "0.5.0 and 0.10.2"
+_NEWEST: Final = "0.10.2"
 
 #: (module, attribute) of every extension name customop.jax uses.
 _NEEDED: Final = (
@@ -51,6 +54,9 @@ _NEEDED: Final = (
     ("jax.interpreters.batching", "primitive_batchers"),
     ("jax.interpreters.mlir", "register_lowering"),
     ("jax.interpreters.mlir", "lower_fun"),
+    # The class of JAX's arrays: a real subclass of jax.Array only from JAX 0.6 or so
+    # (a virtual one before), and customop finds array types by their MRO.
+    ("jax._src.array", "ArrayImpl"),
 )
 
 
@@ -71,13 +77,14 @@ def _load() -> dict[str, Any]:
             "with JAX's extension API (jax.extend.core.Primitive and the jax.interpreters rule "
             f"tables), which changes between releases; it needs JAX >= "
             f"{'.'.join(map(str, MIN_VERSION))} and was tested with {TESTED}. Install a "
-            f'tested JAX: pip install "jax[cpu]=={TESTED}".'
+            f'tested JAX: pip install "jax[cpu]=={_NEWEST}".'
         )
     return found
 
 
 _FOUND: Final = _load()
 
+ArrayImpl: Final[Any] = _FOUND["jax._src.array.ArrayImpl"]
 Primitive: Final[Any] = _FOUND["jax.extend.core.Primitive"]
 ShapedArray: Final[Any] = _FOUND["jax.core.ShapedArray"]
 Tracer: Final[Any] = _FOUND["jax.core.Tracer"]

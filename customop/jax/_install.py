@@ -4,7 +4,8 @@
 
 1. names ``PrivateUse2`` ``"jax"``: ``op.register_kernel("jax", fn)``
    registers a ``jax.numpy`` kernel there;
-2. makes ``jax.Array`` and ``jax.core.Tracer`` tensor types on it, so JAX
+2. makes ``jax.Array`` (and the class of its arrays) and ``jax.core.Tracer``
+   tensor types on it, so JAX
    arrays and the tracers of ``jit``, ``grad`` and ``vmap`` dispatch to the
    key and its autograd key;
 3. gives every op of the dispatcher, now and later, a `ServedOp` kernel on
@@ -33,6 +34,7 @@ from customop.adapter import OperatorListener, RegistrationHandle, operator_hand
 from customop.dispatch import Dispatcher, OperatorHandle, run_or_defer
 from customop.dispatch import dispatcher as default_dispatcher
 from customop.jax._abstract import DEVICE
+from customop.jax._api import ArrayImpl
 from customop.jax._plan import JAX_KEY
 from customop.jax._served import SERVED_KEY, ServedOp
 from customop.tensor import register_backend
@@ -144,7 +146,7 @@ def install(dispatcher: Dispatcher) -> RegistrationHandle:
     handles = [dispatcher.rename_backend(KEY, BACKEND)]
     backend = _Backend()
     try:
-        for array_type in (jax.Array, jax.core.Tracer):
+        for array_type in (jax.Array, ArrayImpl, jax.core.Tracer):
             handles.append(
                 register_backend(
                     array_type, BACKEND, KEY, device=lambda _: DEVICE, dispatcher=dispatcher

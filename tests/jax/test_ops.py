@@ -247,6 +247,15 @@ def _grad_of(case: Case, fn: Callable[..., Any]) -> Callable[..., Any]:
     return jax.grad(lambda *args: _loss(fn(*args)), argnums=case.argnums)
 
 
+def _x64() -> Any:
+    """64-bit types for one block only (``jax.enable_x64`` from JAX 0.6 on, else experimental)."""
+    if hasattr(jax, "enable_x64"):
+        return jax.enable_x64(True)
+    from jax.experimental import enable_x64
+
+    return enable_x64()
+
+
 @contextmanager
 def _sequential_maps() -> Iterator[None]:
     """The ops have no vmap rules: vmap maps them sequentially, each op warning once."""
@@ -308,7 +317,7 @@ def test_vjp_of_every_output(ops: SimpleNamespace, case: Case) -> None:
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_check_grads_in_float64(ops: SimpleNamespace, case: Case) -> None:
-    with jax.enable_x64(True):
+    with _x64():
         inputs = _arrays(case, np.float64)
         fixed = list(inputs)
 
