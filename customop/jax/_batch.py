@@ -27,6 +27,7 @@ import jax.numpy as jnp
 import jaxlib
 
 from customop.jax._abstract import abstract, api_of
+from customop.jax._api import ShapedArray
 from customop.jax._layout import TENSOR, Statics, flatten_outputs, refuse, unflatten
 from customop.jax._plan import PRIMITIVE, Plan
 
@@ -111,7 +112,7 @@ def _unbatched_avals(values: Sequence[Any], dims: Sequence[int | None]) -> list[
         shape = tuple(value.shape)
         if dim is not None:
             shape = shape[:dim] + shape[dim + 1 :]
-        found.append(jax.core.ShapedArray(shape, value.dtype))
+        found.append(ShapedArray(shape, value.dtype))
     return found
 
 
@@ -135,8 +136,8 @@ def _with_rule(
                 ValueError,
                 api_of(plan),
                 f"the vmap rule returned shape {shape} with out_dim {dim} for output {index}, "
-                f"but a batch of {size} of the op's result {tuple(aval.shape)} has a batch "
-                "dimension there",
+                f"which is not a batch of {size} of the op's result, shape {tuple(aval.shape)} "
+                "by its fake impl",
                 "Each output's out_dim says where its batch dimension is (None: not batched)",
                 "Fix the rule's outputs or out_dims",
             )

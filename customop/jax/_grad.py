@@ -50,35 +50,52 @@ LINEAR.multiple_results = True
 class _Backward:
     """What `LINEAR`'s transpose needs besides the residuals: a parameter of `LINEAR`."""
 
-    __slots__ = (
-        "args",
-        "layout",
-        "leaves",
-        "linear",
-        "needs",
-        "num_res",
-        "out_avals",
-        "plan",
-        "slots",
-        "tangent_avals",
-        "tree",
-    )
+    __slots__ = ("args", "ctx", "layout", "linear", "needs", "out_avals", "plan", "tangent_avals")
 
-    def __init__(self, plan: Plan, args: Statics, linear: list[bool], out_avals: list[Any]):
+    def __init__(
+        self,
+        plan: Plan,
+        args: Statics,
+        linear: list[bool],
+        out: tuple[list[Any], OutLayout],
+        ctx: _Static,
+    ) -> None:
         self.plan = plan
         self.args = args
-        self.linear = linear  # per operand: it has a tangent (a LINEAR operand)
-        self.out_avals = out_avals
-        self.tangent_avals = [a.to_tangent_aval() for a in out_avals if _inexact(a)]
-        self.layout: OutLayout = ()
-        self.needs: tuple[bool, ...] = ()
-        self.tree: Any = None
-        self.leaves: list[Any] = []
-        self.slots: list[int] = []  # where residuals go among the leaves
-        self.num_res = 0
+        self.linear = linear  # per operand: it has a tangent (is a LINEAR operand)
+        self.out_avals, self.layout = out
+        self.tangent_avals = [a.to_tangent_aval() for a in self.out_avals if _inexact(a)]
+        self.needs = _needs_input_grad(plan, args, linear)
+        self.ctx = ctx
 
     def __repr__(self) -> str:
         return f"backward of {self.plan.name}"
+
+
+@final
+class _Static:
+    """A ctx without its arrays: its pytree structure, the other leaves, the arrays' slots."""
+
+    __slots__ = ("leaves", "slots", "tree")
+
+    def __init__(self, state: dict[str, Any]) -> None:
+        leaves, self.tree = jax.tree_util.tree_flatten(state)
+        self.slots = [i for i, leaf in enumerate(leaves) if is_jax(leaf)]
+        self.leaves = [None if is_jax(leaf) else leaf for leaf in leaves]
+
+    def arrays(self, state: dict[str, Any]) -> list[Any]:
+        """The arrays of ``state`` (the ctx this was made from): `LINEAR`'s residuals."""
+        leaves = jax.tree_util.tree_leaves(state)
+        return [leaves[i] for i in self.slots]
+
+    def rebuilt(self, needs: tuple[bool, ...], residuals: Sequence[Any]) -> AutogradContext:
+        """The ctx again, with ``residuals`` in the arrays' places."""
+        leaves = list(self.leaves)
+        for slot, value in zip(self.slots, residuals, strict=True):
+            leaves[slot] = value
+        ctx = AutogradContext(needs)
+        vars(ctx).update(jax.tree_util.tree_unflatten(self.tree, leaves))
+        return ctx
 
 
 def _inexact(aval: Any) -> bool:
@@ -116,6 +133,11 @@ def _needs_input_grad(plan: Plan, args: Statics, linear: list[bool]) -> tuple[bo
     return tuple(needs)
 
 
+def _has_tangent(tangent: Any) -> bool:
+    # Integer inputs have float0 tangents: nothing flows back to them.
+    return type(tangent) is not Zero and getattr(tangent, "dtype", None) != jax.dtypes.float0
+
+
 def jvp(primals: Sequence[Any], tangents: Sequence[Any], *, op: Plan, args: Statics) -> Any:
     """The primitive's JVP rule: forward, ``setup_context``, and `LINEAR` for the tangents."""
     formula = op.formula
@@ -123,19 +145,15 @@ def jvp(primals: Sequence[Any], tangents: Sequence[Any], *, op: Plan, args: Stat
         _no_formula(op)
     outs = PRIMITIVE.bind(*primals, op=op, args=args)
     out_avals, layout = abstract(op, args, [aval_of(p) for p in primals])
-    linear = [type(t) is not Zero for t in tangents]
-    spec = _Backward(op, args, linear, out_avals)
-    spec.layout = layout
-    spec.needs = _needs_input_grad(op, args, linear)
-    ctx = AutogradContext(spec.needs)
+    linear = [_has_tangent(t) for t in tangents]
+    ctx = AutogradContext(_needs_input_grad(op, args, linear))
     if formula.setup_context is not None:
         output = rebuild_outputs(layout, outs)
         formula.setup_context(ctx, _schema_values(op, args, primals), output)
-    leaves, spec.tree = jax.tree_util.tree_flatten(dict(vars(ctx)))
-    spec.slots = [i for i, leaf in enumerate(leaves) if is_jax(leaf)]
-    residuals = [leaves[i] for i in spec.slots]
-    spec.leaves = [None if is_jax(leaf) else leaf for leaf in leaves]
-    spec.num_res = len(residuals)
+    state = dict(vars(ctx))
+    static = _Static(state)
+    spec = _Backward(op, args, linear, (out_avals, layout), static)
+    residuals = static.arrays(state)
     nonzero = [t for t, lin in zip(tangents, linear, strict=True) if lin]
     found = iter(LINEAR.bind(*residuals, *nonzero, spec=spec) if spec.tangent_avals else ())
     out_tangents = [
@@ -231,12 +249,9 @@ def _transpose(cts: Sequence[Any], *operands: Any, spec: _Backward) -> list[Any]
     formula = plan.formula
     if formula is None:  # a plan keeps the formula it was made with
         _no_formula(plan)
-    residuals, linear_in = operands[: spec.num_res], operands[spec.num_res :]
-    leaves = list(spec.leaves)
-    for slot, value in zip(spec.slots, residuals, strict=True):
-        leaves[slot] = value
-    ctx = AutogradContext(spec.needs)
-    vars(ctx).update(jax.tree_util.tree_unflatten(spec.tree, leaves))
+    count = len(spec.ctx.slots)
+    residuals, linear_in = operands[:count], operands[count:]
+    ctx = spec.ctx.rebuilt(spec.needs, residuals)
     results = _per_input(formula, plan, formula.backward(ctx, *_out_grads(spec, cts)))
     flat = _flat_grads(plan, spec.args, results)
     wanted = [pair for pair, lin in zip(flat, spec.linear, strict=True) if lin]
@@ -244,7 +259,7 @@ def _transpose(cts: Sequence[Any], *operands: Any, spec: _Backward) -> list[Any]
         None if grad is None else _as_cotangent(plan, name, grad, primal.aval)
         for (name, grad), primal in zip(wanted, linear_in, strict=True)
     ]
-    return [None] * spec.num_res + cotangents
+    return [None] * count + cotangents
 
 
 def _forward_refused(*_: Any, spec: _Backward, **__: Any) -> NoReturn:
