@@ -20,6 +20,8 @@ impl and a backward formula. Rows, each a ratio measured in this run:
    fake impl's shapes are cached per op, statics and avals); its lowering traces
    the kernel once per distinct call, where custom_vjp traces it per call.
 
+4. what the backend adds to defining an op (one kernel registration per op).
+
 Targets (issue #23 §3): the same HLO and a run time within noise (1.00x +-
 the spread of rounds); eager at most 2x the eager jnp kernel.
 """
@@ -179,6 +181,37 @@ def trace_rows(x: Any) -> None:
         print(f"   {name:<44} {us:8.1f} µs   {us / best[floor]:5.2f}x custom_vjp")
 
 
+_defined = iter(range(10**9))
+
+
+def _define_ops(with_backend: bool, count: int = 100) -> float:
+    """µs per ``@custom_op`` in a fresh dispatcher, with or without the JAX backend."""
+    d = customop.Dispatcher()
+    customop.tensor.install_backends(d)
+    if with_backend:
+        customop.jax.install(d)
+    start = time.perf_counter()
+    for _ in range(count):
+
+        @customop.custom_op(f"benchjax::op{next(_defined)}", mutates_args=(), dispatcher=d)
+        def f(x: np.ndarray) -> np.ndarray:
+            return x
+
+    return (time.perf_counter() - start) / count * 1e6
+
+
+def registration_rows() -> None:
+    print("4. @custom_op registration (each op gets its AutogradJax kernel), best of 15 rounds")
+    best = {False: float("inf"), True: float("inf")}
+    for _ in range(15):
+        for with_backend, so_far in best.items():
+            best[with_backend] = min(so_far, _define_ops(with_backend))
+    print(f"   {'without the JAX backend':<44} {best[False]:8.1f} µs   1.00x")
+    print(
+        f"   {'with the JAX backend':<44} {best[True]:8.1f} µs   {best[True] / best[False]:5.2f}x"
+    )
+
+
 def _report(timed: Timed, floor: str) -> None:
     figures = best_ns(timed, ROUNDS)
     for name, ns in figures.items():
@@ -191,6 +224,7 @@ def main() -> None:
     hlo_rows(x)
     eager_rows(x)
     trace_rows(x)
+    registration_rows()
 
 
 if __name__ == "__main__":

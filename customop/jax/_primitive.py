@@ -30,11 +30,12 @@ from customop.jax._layout import Statics
 from customop.jax._lower import lowering, run_uncompiled
 from customop.jax._plan import PRIMITIVE, Plan
 
-__all__ = ["PRIMITIVE"]
+__all__ = ["PRIMITIVE", "compiled_call"]
 
 
 @partial(jax.jit, static_argnames=("op", "args"))
-def _compiled(*operands: Any, op: Plan, args: Statics) -> Any:
+def compiled_call(*operands: Any, op: Plan, args: Statics) -> Any:
+    """The primitive under ``jax.jit``: one executable per plan, statics and avals."""
     return PRIMITIVE.bind(*operands, op=op, args=args)
 
 
@@ -42,7 +43,7 @@ def _eager(*operands: Any, op: Plan, args: Statics) -> Any:
     """An eager call: JAX's compile cache, keyed on the plan, statics and avals."""
     if jax.config.jax_disable_jit:  # jit would call the primitive, which would call jit...
         return run_uncompiled(op, args, operands)
-    return _compiled(*operands, op=op, args=args)
+    return compiled_call(*operands, op=op, args=args)
 
 
 def _abstract_eval(*avals: Any, op: Plan, args: Statics) -> list[Any]:

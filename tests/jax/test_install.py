@@ -256,3 +256,12 @@ def test_disable_jit_runs_the_kernels_uncompiled(scale: Any) -> None:
         np.testing.assert_array_equal(scale(x, 2.0), [0.0, 2.0, 4.0])  # the numpy kernel
         scale.register_kernel("jax", lambda x, alpha=2.0: x * alpha)
         np.testing.assert_array_equal(scale(x, 3.0), [0.0, 3.0, 6.0])  # the jnp kernel
+
+
+def test_concrete_arrays_inside_a_trace_are_staged(scale: Any) -> None:
+    constant = jnp.arange(3.0)  # closed over: concrete, not a tracer, inside the traces
+    np.testing.assert_array_equal(jax.jit(lambda x: x + scale(constant, 2.0))(1.0), [1, 3, 5])
+    jaxpr = str(jax.make_jaxpr(lambda x: x + scale(constant, 2.0))(1.0))
+    assert "op=ji::scale" in jaxpr  # the primitive is in the jaxpr, not its value
+    grad = jax.grad(lambda x: jnp.sum(x * scale(constant, 2.0)))(1.0)
+    assert float(grad) == 6.0  # a constant needs no formula
