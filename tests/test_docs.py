@@ -6,8 +6,8 @@ block. Blocks fenced as ```python title="..." or ```pycon are treated alike;
 blocks fenced as ```{.python .no-run} are shown highlighted but not run (shell
 or pseudo code only). That attribute-list form is the one the Markdown engine
 (pymdownx.superfences) renders; a bare ```python no-run is not a fence to it.
-Blocks titled ```python title="requires torch" are skipped where torch is not
-installed.
+Blocks titled ```python title="requires torch" (or "requires jax", any
+package) are skipped where that package is not installed.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import pytest
 
 ROOT = Path(__file__).parent.parent
 PAGES = [*sorted((ROOT / "docs").rglob("*.md")), ROOT / "README.md", ROOT / "README.pypi.md"]
+REQUIRES = re.compile(r'title="requires (\w+)"')
 FENCE = re.compile(r"^```(?:\{\.)?(\w+)([^\n]*)\n(.*?)^```\s*$", re.MULTILINE | re.DOTALL)
 
 
@@ -37,8 +38,9 @@ def test_page_examples_run(page: Path) -> None:
     for index, (language, options, code) in enumerate(blocks):
         if language != "python" or "no-run" in options:
             continue
-        if "requires torch" in options and importlib.util.find_spec("torch") is None:
-            continue  # a torch example (docs/torch.md): run where torch is installed
+        required = REQUIRES.search(options)
+        if required and importlib.util.find_spec(required.group(1)) is None:
+            continue  # a torch or jax example (docs/torch.md): run where it is installed
         out = io.StringIO()
         filename = f"{page.name}[block {index}]"
         # Tracebacks (and, on Python 3.10, registration sources) read the block's lines.

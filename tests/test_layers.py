@@ -27,16 +27,17 @@ LAYERS: dict[str, int] = {
     "library": 9,
     "torch": 10,  # adapters: each imports its own system lazily, nothing below imports them
     "cpp": 10,
+    "jax": 10,
     "codegen": 11,
     "cli": 12,
 }
 TOP = 99  # customop/__init__.py and __main__.py see everything
 RUNTIME_DEPENDENCIES = {"pydantic", "pydantic_core", "typing_extensions", "numpy"}
 # Optional packages may only be imported inside functions (lazily), never at module level.
-OPTIONAL = {"torch", "cupy", "jax", "yaml", "dask", "distributed"}
+OPTIONAL = {"torch", "cupy", "jax", "jaxlib", "yaml", "dask", "distributed"}
 # ...except in their adapter package, which imports its system at module level: only a
 # user who wants the adapter imports it (`import customop.torch`), never `import customop`.
-ADAPTER_IMPORTS: dict[str, set[str]] = {"torch": {"torch"}}
+ADAPTER_IMPORTS: dict[str, set[str]] = {"torch": {"torch"}, "jax": {"jax", "jaxlib"}}
 
 
 def _layer(module_path: Path) -> int:
@@ -94,6 +95,16 @@ def test_import_customop_imports_no_optional_package() -> None:
     code = f"import sys, customop; print(sorted(set(sys.modules) & {{{names}}}))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("adapter", sorted(ADAPTER_IMPORTS))
+def test_import_customop_leaves_the_adapters_that_import_their_system_unloaded(
+    adapter: str,
+) -> None:
+    """``customop.jax`` imports jax at module level: only ``import customop.jax`` may load it."""
+    code = f"import sys, customop; print('customop.{adapter}' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
 
 
 def test_layer_table_covers_every_package() -> None:
@@ -165,12 +176,12 @@ def test_other_packages_are_used_through_their_declared_names(path: Path) -> Non
             )
 
 
-ADAPTERS = ("torch", "dask", "autograd")
+ADAPTERS = ("torch", "dask", "autograd", "jax")
 
 
 def test_private_imports_across_packages_stay_few() -> None:
     """The seam (issue #22): at most 25 imports of another package's private module,
-    none of them from an adapter (torch, dask, autograd)."""
+    none of them from an adapter (torch, dask, autograd, jax)."""
     private = [
         (path, package, module, line)
         for path in MODULES

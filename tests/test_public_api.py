@@ -309,6 +309,7 @@ PUBLIC = {
         "uint64",
         "uint8",
     ],
+    "customop.jax": ["BACKEND", "KEY", "PRIMITIVE", "describe", "install"],
     "customop.torch": ["register"],
     "customop.trace": [
         "ArgModel",
@@ -335,6 +336,8 @@ PUBLIC = {
 def _load(module: str) -> ModuleType:
     if module == "customop.torch":
         pytest.importorskip("torch")  # the adapter imports torch; skipped without it
+    if module == "customop.jax":
+        pytest.importorskip("jax")  # the adapter imports jax; skipped without it
     return importlib.import_module(module)
 
 

@@ -43,7 +43,7 @@ REFERENCE = ROOT / "docs" / "reference"
 
 #: Adapter subpackages that import their system when imported: checked where it is installed
 #: (CI's main Python has torch; the other Pythons' runs check the rest).
-NEEDS: dict[str, str] = {"customop.torch": "torch"}
+NEEDS: dict[str, str] = {"customop.torch": "torch", "customop.jax": "jax"}
 
 
 def public_packages() -> list[str]:

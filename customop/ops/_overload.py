@@ -34,7 +34,8 @@ class OpOverload:
     the kernel for an explicit key set.
     """
 
-    __slots__ = ("_handle", "_site", "schema")
+    # __weakref__: jax.jit (and functools caches) hold the function they wrap weakly.
+    __slots__ = ("__weakref__", "_handle", "_site", "schema")
 
     _handle: OperatorHandle
     _site: CallCode | None

@@ -49,7 +49,17 @@ class Graph:
     `to_dot`. Nodes are appended only; the output comes last.
     """
 
-    __slots__ = ("_assumptions", "_counts", "_nodes", "_output", "_plan", "_targets", "_used")
+    # __weakref__: jax.jit (and functools caches) hold the function they wrap weakly.
+    __slots__ = (
+        "__weakref__",
+        "_assumptions",
+        "_counts",
+        "_nodes",
+        "_output",
+        "_plan",
+        "_targets",
+        "_used",
+    )
 
     def __init__(self) -> None:
         self._nodes: list[Node] = []
