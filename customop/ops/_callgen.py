@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from operator import countOf
 from typing import Any, Final
 
-from customop.dispatch import LOCAL_KEYS, OperatorHandle, epoch, local_state, select_kernel
+from customop.dispatch import LOCAL_KEYS, Epoch, OperatorHandle, epoch, local_state, select_kernel
 from customop.exceptions import RegistrationError
 from customop.ops._binding import MISSING, binding_error, explaining_qualname
 from customop.ops._calltemplate import CallShape, named_code
@@ -169,18 +169,27 @@ class CallCode:
 
     def kernel(self, values: tuple[Any, ...]) -> Callable[..., Any]:
         """The kernel for these arguments now; fills the cache when it may."""
+        token, fn = self._select(values)
+        self._fill(token, values, fn)
+        return fn
+
+    def _select(self, values: tuple[Any, ...]) -> tuple[Epoch, Callable[..., Any]]:
+        """The epoch token, then the kernel the current table picks for ``values``."""
         token = epoch.calls  # read first: a change meanwhile leaves a stale token behind
         state = self.handle._state
         local = _local_get()
-        bits = (state[2](values, {}) | local.included) & local.kept
-        fn = select_kernel(self.handle, bits, state)
+        return token, select_kernel(
+            self.handle, (state[2](values, {}) | local.included) & local.kept, state
+        )
+
+    def _fill(self, token: Epoch, values: tuple[Any, ...], fn: Callable[..., Any]) -> None:
         if self.fast and self._static(values):
             # NOTE: an entry is keyed on the context's include/exclude keys too (the
             # value object, by identity), so calls inside `include_keys` blocks, e.g.
             # under FakeTensorMode, keep the fast path.
+            local = _local_get()
             items = [item_types(values[i]) for i in self.lists]
             epoch.fill(token, self, [local, *map(type, values), fn, None, *items])
-        return fn
 
     def _static(self, values: tuple[Any, ...]) -> bool:
         # An array type whose keys depend on the instance (a torch tensor's device)
@@ -229,17 +238,28 @@ class CallCode:
         for index in self.required:
             if values[index] is MISSING:
                 binding_error(self.schema, values, extra, self.api)
+        # NOTE: one generation per call. The kernel is read BEFORE the checks that
+        # this callable's definition is still current: a redefinition marks the old
+        # definition replaced (its guard) before it changes any table, so a kernel
+        # read before a passing guard belongs to this generation, and one read after
+        # a replacement is never run (issue #27).
+        token, fn = self._select(values)
         if self.guard is not None or self.handle._entry.schema is not self.schema:
             if self.handle._entry.schema is None:
                 # Undefined, or in the middle of a write (a @custom_op redefinition
                 # is one): the write holds the lock; decide after it.
                 with self.handle._entry.dispatcher._lock:
                     pass
+                token, fn = self._select(values)
             self.check_schema()
+            if self.handle._entry.schema is not self.schema:
+                # The op was redefined (with an equal schema) after the kernel was read.
+                token, fn = self._select(values)
+                self.check_schema()
         for index, check in enumerate(self.checks):
             if not check(values[index]):
                 argument_type_error(self.schema, index, values[index], self.api, check)
-        fn = self.kernel(values)
+        self._fill(token, values, fn)
         if debug_state.active:
             return debug_state.run(self.schema, fn, *self.split(values))
         if not self.keywords:

@@ -20,7 +20,7 @@ from typing import Any, Final
 from customop.dispatch import Dispatcher, OperatorHandle, OperatorListener
 from customop.dispatch import dispatcher as default_dispatcher
 from customop.ops._binding import MISSING
-from customop.ops._callgen import CallCode, compile_call, type_checkable
+from customop.ops._callgen import CallCode, call_defaults, compile_call, type_checkable
 from customop.ops._codegen import forget
 from customop.ops._overload import OpOverload, bind_overload
 from customop.ops._resolve import choose_overload
@@ -230,12 +230,22 @@ class _PacketCode(CallCode):
     ) -> Any:
         if self.packet._current_single() is self.overload:
             return super().slow(values, extra, unknown)
-        # The packet gained or lost overloads: resolve this call like any other.
+        # The packet gained or lost overloads: resolve this call like any other,
+        # with the arguments as given (this code filled in its old schema's defaults).
         restore_class(self.packet, OpOverloadPacket)
+        values = self._as_given(values)
         args, kwargs = self.split(values)
         given = {k: v for k, v in kwargs.items() if v is not MISSING} | (unknown or {})
         positional = tuple(v for v in args if v is not MISSING) + extra
         return self.packet._resolve(positional, given)
+
+    def _as_given(self, values: tuple[Any, ...]) -> tuple[Any, ...]:
+        """``values`` with each argument that is its default object marked not given."""
+        defaults = call_defaults(self.schema)
+        return tuple(
+            MISSING if default is not MISSING and value is default else value
+            for value, default in zip(values, defaults, strict=True)
+        )
 
 
 class OpNamespace:

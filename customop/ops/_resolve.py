@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from customop.exceptions import UnknownOperatorError
 from customop.ops._checks import Check, is_tensor_check, value_check
 
 if TYPE_CHECKING:
@@ -54,6 +55,12 @@ def choose_overload(
     packet: str, candidates: list[OpOverload], args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> OpOverload:
     """The one overload the call binds to; a TypeError listing the schemas otherwise."""
+    if not candidates:
+        raise UnknownOperatorError(
+            f"{packet}: the operator is no longer defined (its definitions were removed). "
+            "A packet calls the overloads defined now, and there are none. Define the op "
+            "again, or stop calling the packet."
+        )
     reasons = [(overload, _bind(overload, args, kwargs)) for overload in candidates]
     fitting = [overload for overload, reason in reasons if reason is None]
     if len(fitting) == 1:
