@@ -25,7 +25,7 @@ from customop.dispatch import dispatcher as default_dispatcher
 from customop.exceptions import RegistrationError
 from customop.schema import FunctionSchema
 
-__all__ = ["load_library"]
+__all__ = ["kernel_of", "load_library", "loaded_functions"]
 
 KeyLike = DispatchKey | str
 _KINDS: dict[BlockKind, LibraryKind] = {
@@ -94,7 +94,7 @@ def load_library(
 
     library = read_records(path)
     plan = _plan(library.records, target)
-    functions = _functions(library.path, library.records)
+    functions = loaded_functions(library.path, library.records)
     handles: list[RegistrationHandle] = []
     try:
         for record in plan.blocks:
@@ -171,7 +171,7 @@ def _defined(target: Dispatcher, name: str) -> tuple[FunctionSchema, str] | None
     return op.schema, (sources[0] if sources and sources[0] else "an earlier def")
 
 
-def _functions(path: Path, records: tuple[Record, ...]) -> dict[int, Any]:
+def loaded_functions(path: Path, records: tuple[Record, ...]) -> dict[int, Any]:
     """The library's TVM-FFI kernel functions, loading its code once per process."""
     status = path.stat()
     stamp = (status.st_dev, status.st_ino, status.st_mtime_ns)
@@ -199,19 +199,36 @@ def _functions(path: Path, records: tuple[Record, ...]) -> dict[int, Any]:
         return loaded.functions
 
 
+def kernel_of(
+    record: Record,
+    declared: tuple[FunctionSchema, str],
+    functions: dict[int, Any],
+    target: Dispatcher,
+) -> Callable[..., Any]:
+    """The kernel of ``record`` for the op of schema ``declared`` (defined at ``[1]``),
+    its C++ type checked against that schema, whatever the library's own def says."""
+    inferred = parse_record_schema(record.ns, record.inferred, record.source)
+    schema, source = declared
+    destination = check_kernel_schema(
+        schema, source, inferred, record.source, out_from_fake=record.out_from_fake
+    )
+    return _kernel(_Impl(record, inferred, schema, destination), functions, target)
+
+
 def _kernel(impl: _Impl, functions: dict[int, Any], target: Dispatcher) -> Callable[..., Any]:
     record, inferred, declared = impl.record, impl.inferred, impl.declared
     function = functions[record.kernel]
+    op = str(declared.name) if declared else record.qualified
     kwonly = [a.name for a in declared.arguments if a.kwarg_only] if declared else []
     names = [a.name for a in (declared or inferred).arguments]
     if not impl.destination:
         return python_kernel(
-            function, op=record.qualified, source=record.source, inferred=inferred,
+            function, op=op, source=record.source, inferred=inferred,
             kwonly=kwonly, names=names,
         )  # fmt: skip
     outputs = len(inferred.arguments) - len(names)  # declared: _checked refuses dangling ones
     returns = [r.name or f"output {i}" for i, r in enumerate((declared or inferred).returns)]
     return destination_kernel(
-        function, op=record.qualified, source=record.source, inferred=inferred,
+        function, op=op, source=record.source, inferred=inferred,
         kwonly=kwonly, names=[*names, *returns], outputs=outputs, dispatcher=target,
     )  # fmt: skip
