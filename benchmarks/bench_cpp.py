@@ -13,7 +13,10 @@ each call), built three ways from the same loop:
   the installed torch's headers, called through ``torch.ops.ns.name``.
 
 Targets (issue #25 §5): the customop op on numpy <= 2x nanobind; on torch
-tensors >= 3x faster than the TORCH_LIBRARY op. Then the first build time of
+tensors >= 3x faster than the TORCH_LIBRARY op. Beside them, the floor: the
+same compiled kernel's TVM-FFI function called directly with the same arrays
+(``tvm_ffi.load_module(path).get_function("customop_kernel")(0)``, no customop
+in between), so the ratio customop could reach at best is printed too. Then the first build time of
 a one-kernel library and its cached load (in this process, and in a new one).
 The numpy rows run first; then the op is registered in torch with
 ``customop.torch.register`` (as a torch user does for ``torch.compile``), so
@@ -123,6 +126,21 @@ def _torch_library(folder: Path) -> bool:
     return True
 
 
+def _report(ns: dict[str, float]) -> None:
+    """The rows, the targets' ratios, and the floor's."""
+    for name, value in ns.items():
+        print(f"{name:40s} {value:9,.0f} ns")
+    numpy_ratio = ns["customop op, numpy"] / ns["nanobind, numpy"]
+    torch_ratio = ns["torch.ops (TORCH_LIBRARY), torch"] / ns["customop op, torch"]
+    print(f"customop/nanobind on numpy: {numpy_ratio:.2f}x (target <= 2x)")
+    print(f"TORCH_LIBRARY/customop on torch: {torch_ratio:.2f}x faster (target >= 3x)")
+    floor = ns["floor: tvm_ffi direct, torch"]
+    ceiling = ns["torch.ops (TORCH_LIBRARY), torch"] / floor
+    over = ns["customop op, torch"] - floor
+    print(f"floor: TORCH_LIBRARY/tvm_ffi direct on torch: {ceiling:.2f}x faster (the best any")
+    print(f"  caller of the TVM-FFI function can reach); customop over the floor: {over:,.0f} ns")
+
+
 def main() -> None:
     import numpy as np
     import torch
@@ -157,6 +175,9 @@ def main() -> None:
     _torch_library(folder)
     torch_build = time.perf_counter() - start
 
+    import tvm_ffi
+
+    direct = tvm_ffi.load_module(str(path)).get_function("customop_kernel")(0)
     x = np.arange(16, dtype=np.float32)
     t = torch.arange(16, dtype=torch.float32)
     op = customop.ops.benchcpp.add.default
@@ -167,6 +188,7 @@ def main() -> None:
         "nanobind, numpy": (lambda: nb.add(x, x), N),  # type: ignore[attr-defined]
         "customop op, numpy": (lambda: op(x, x), N),
         "customop.ops.benchcpp.add, numpy": (lambda: customop.ops.benchcpp.add(x, x), N),
+        "floor: tvm_ffi direct, numpy": (lambda: np.from_dlpack(direct(x, x)), N),
     }
     ns = best_ns(numpy_rows, ROUNDS)
     import customop.torch
@@ -178,14 +200,10 @@ def main() -> None:
     torch_rows: Timed = {
         "customop op, torch": (lambda: op(t, t), N),
         "torch.ops (TORCH_LIBRARY), torch": (lambda: torch_op(t, t), N),
+        "floor: tvm_ffi direct, torch": (lambda: direct(t, t), N),
     }
     ns.update(best_ns(torch_rows, ROUNDS))
-    for name, value in ns.items():
-        print(f"{name:40s} {value:9,.0f} ns")
-    numpy_ratio = ns["customop op, numpy"] / ns["nanobind, numpy"]
-    torch_ratio = ns["torch.ops (TORCH_LIBRARY), torch"] / ns["customop op, torch"]
-    print(f"customop/nanobind on numpy: {numpy_ratio:.2f}x (target <= 2x)")
-    print(f"TORCH_LIBRARY/customop on torch: {torch_ratio:.2f}x faster (target >= 3x)")
+    _report(ns)
     print(f"first build of a one-kernel library: {first_build:.2f} s (nanobind module "
           f"{nanobind_build:.2f} s, torch extension {torch_build:.2f} s)")  # fmt: skip
     print(f"first load in this process (imports TVM-FFI): {first_load * 1e3:.0f} ms")

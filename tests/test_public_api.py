@@ -108,6 +108,7 @@ PUBLIC = {
     ],
     "customop.cpp": [
         "include_path",
+        "kernel",
         "load",
         "load_library",
     ],

@@ -11,6 +11,7 @@ from customop.codegen._generate import GeneratedFiles
 from customop.codegen._generate import generate
 from customop.codegen._load import load_declarations
 from customop.codegen._model import CodegenReport
+from customop.codegen._model import CppKernel
 from customop.codegen._model import Declaration
 from customop.codegen._model import DeclarationFile
 from customop.codegen._model import GenOptions
@@ -23,6 +24,7 @@ from customop.codegen._yaml import load_tags
 
 __all__ = [
     "CodegenReport",
+    "CppKernel",
     "Declaration",
     "DeclarationFile",
     "GenOptions",

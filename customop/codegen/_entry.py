@@ -22,7 +22,7 @@ from pydantic import (
     model_validator,
 )
 
-from customop.codegen._model import KernelPath, Variant, is_name
+from customop.codegen._model import CppKernel, KernelPath, Variant, is_name
 from customop.codegen._tables import (
     CUSTOMOP_KEYS,
     TORCH_ONLY_FIELDS,
@@ -125,6 +125,8 @@ def _kernel(value: Any, info: ValidationInfo) -> Any:
             "kernel "
             "by its path. Write 'CPU: pkg.module:function'."
         )
+    if value.startswith(CppKernel.prefix):
+        return CppKernel.parse(value)
     return KernelPath.parse(value, _context(info).kernels)
 
 
@@ -154,7 +156,7 @@ def _identifier(value: str | None) -> str | None:
 
 
 KeyGroup = Annotated[str, AfterValidator(_check_keys)]
-Kernel = Annotated[KernelPath | None, BeforeValidator(_kernel)]
+Kernel = Annotated[KernelPath | CppKernel | None, BeforeValidator(_kernel)]
 
 
 class Entry(BaseModel):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import keyword
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
@@ -13,6 +13,7 @@ from customop.schema import FunctionSchema, OperatorName, clip_repr
 
 __all__ = [
     "CodegenReport",
+    "CppKernel",
     "Declaration",
     "DeclarationFile",
     "GenOptions",
@@ -138,8 +139,78 @@ class KernelPath(_Model):
         """The kernel as a Python expression, once ``module`` is imported."""
         return f"{self.module}.{self.qualname}"
 
+    def expression_for(self, key: str, op: str) -> str:
+        """The kernel registered for ``op`` at ``key``: the same for every key and op.
+
+        Args:
+            key: the dispatch key (unused: a Python kernel serves any key).
+            op: the op's qualified name (unused).
+
+        Returns:
+            The kernel's `expression`.
+        """
+        return self.expression
+
     def __str__(self) -> str:
         return f"{self.module}:{self.qualname}"
+
+
+class CppKernel(_Model):
+    """A kernel of a compiled C++ library: ``cpp:LIBRARY::NAME``.
+
+    ``library`` is a path to the shared object (relative to the generated
+    module's folder) or the dotted name of the extension module it was built
+    as; ``name`` the op's name in its ``m.impl`` / ``m.def`` (``add``, ``add.out``).
+    """
+
+    library: str
+    name: str
+
+    #: What the generated module imports for it.
+    module: ClassVar[str] = "customop.cpp"
+    prefix: ClassVar[str] = "cpp:"
+
+    @classmethod
+    def parse(cls, text: str) -> CppKernel:
+        """``cpp:LIBRARY::NAME``. Raises `ValueError` on bad text.
+
+        Args:
+            text: the kernel as the YAML writes it.
+
+        Returns:
+            The kernel.
+
+        Raises:
+            ValueError: ``text`` is not ``cpp:LIBRARY::NAME``.
+        """
+        library, sep, name = text.removeprefix(cls.prefix).rpartition("::")
+        op, _, overload = name.partition(".")
+        if not (sep and library.strip() and is_name(op) and (not overload or is_name(overload))):
+            raise ValueError(
+                f"kernel {clip_repr(text)} is not a C++ kernel path. A C++ kernel is named by "
+                "its library and its op's name there. Write 'cpp:pkg._kernels::add' (an "
+                "extension module's dotted name) or 'cpp:build/libmine.so::add' (a path "
+                "from the generated module's folder)."
+            )
+        return cls(library=library, name=name)
+
+    def expression_for(self, key: str, op: str) -> str:
+        """The call that gives the kernel when the generated module is imported.
+
+        Args:
+            key: the dispatch key the library registers the kernel at (``CPU``).
+            op: the qualified name of the op it serves (``mylib::add``).
+
+        Returns:
+            A ``customop.cpp.kernel(...)`` call, with paths relative to the module.
+        """
+        return (
+            f"customop.cpp.kernel({self.library!r}, {self.name!r}, op={op!r}, key={key!r}, "
+            "relative_to=__file__)"
+        )
+
+    def __str__(self) -> str:
+        return f"{self.prefix}{self.library}::{self.name}"
 
 
 class KernelBinding(_Model):
@@ -150,7 +221,7 @@ class KernelBinding(_Model):
     """
 
     key: str
-    kernel: KernelPath | None
+    kernel: KernelPath | CppKernel | None
     written: str
     line: int
 

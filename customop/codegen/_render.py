@@ -87,7 +87,8 @@ def _namespace_blocks(namespace: str, decls: list[Declaration]) -> tuple[str, li
         overload = decl.name.name + (f".{decl.name.overload}" if decl.name.overload else "")
         for binding in decl.dispatch:
             if binding.kernel is not None:
-                impls.setdefault(binding.key, []).append((overload, binding.kernel.expression))
+                fn = binding.kernel.expression_for(binding.key, str(decl.name))
+                impls.setdefault(binding.key, []).append((overload, fn))
     for key in (key for key in CUSTOMOP_KEYS if key in impls):
         impl_var = f"_impl_{namespace}_{key}"  # keys have no '_', so this is unique
         lines = "\n".join(f"{impl_var}.impl({py_string(op)}, {fn})" for op, fn in impls[key])

@@ -3,7 +3,8 @@
 ``#include <customop/library.h>`` (headers at `include_path`) gives
 ``CUSTOMOP_LIBRARY``, ``CUSTOMOP_LIBRARY_FRAGMENT`` and
 ``CUSTOMOP_LIBRARY_IMPL``; `load` compiles sources into a cached library and
-`load_library` registers a built one. Calls reach the kernels through
+`load_library` registers a built one; `kernel` gives one kernel of a built
+library for ``Library.impl`` (what codegen's ``cpp:`` kernels use). Calls reach the kernels through
 TVM-FFI's C ABI with DLPack tensors (the ``customop[cpp]`` extra). See
 ``docs/cpp.md``.
 
@@ -13,10 +14,12 @@ the first build or library.
 
 from customop.cpp._build import load
 from customop.cpp._load import load_library
+from customop.cpp._lookup import kernel
 from customop.cpp._paths import include_path
 
 __all__ = [
     "include_path",
+    "kernel",
     "load",
     "load_library",
 ]

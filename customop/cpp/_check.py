@@ -5,12 +5,16 @@ written in ``m.def`` when the kernel registers (``findSchemaDifferences``);
 customop does the same when a library loads, before anything is registered.
 As in torch, argument names, defaults and alias annotations are not compared
 (``Tensor(a!)`` is a ``TensorView`` in C++), and ``SymInt`` is ``int64_t``.
+
+A kernel for an op returning tensors may instead take them as trailing
+parameters and return void (destination passing, ``.out_from_fake()``):
+customop then allocates the outputs from the op's fake impl.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Final
+from typing import Final, NoReturn
 
 from customop.exceptions import RegistrationError
 from customop.schema import FunctionSchema, parse_schema
@@ -42,14 +46,37 @@ def _signature(schema: FunctionSchema) -> tuple[list[str], list[str]]:
     )
 
 
+def _destination(args: list[str], rets: list[str]) -> tuple[list[str], list[str]] | None:
+    """The C++ signature of the destination-passing kernel of an op returning tensors."""
+    if not rets or any(ret != "Tensor" for ret in rets):
+        return None
+    return [*args, *rets], []
+
+
 def check_kernel_schema(
-    declared: FunctionSchema, declared_at: str, inferred: FunctionSchema, kernel_at: str
-) -> None:
-    """Raise a `RegistrationError` naming both schemas when the kernel's type does not fit."""
+    declared: FunctionSchema,
+    declared_at: str,
+    inferred: FunctionSchema,
+    kernel_at: str,
+    *,
+    out_from_fake: bool = False,
+) -> bool:
+    """Whether the kernel takes its outputs (destination passing): its C++ type is the
+    schema's arguments, then one ``TensorView`` per returned Tensor, returning void.
+
+    Raises a `RegistrationError` naming both schemas when the kernel's type fits
+    neither shape (or not the destination shape, for an ``.out_from_fake()`` kernel).
+    """
     args, rets = _signature(declared)
-    kernel_args, kernel_rets = _signature(inferred)
-    if args == kernel_args and rets == kernel_rets:
-        return
+    kernel = _signature(inferred)
+    destination = _destination(args, rets)
+    if kernel == destination:
+        return True
+    if out_from_fake:
+        _raise_not_destination(declared, declared_at, inferred, kernel_at, destination)
+    if kernel == (args, rets):
+        return False
+    kernel_args, kernel_rets = kernel
     if len(args) != len(kernel_args):
         what = f"the schema has {len(args)} arguments, the C++ function {len(kernel_args)}"
     elif args != kernel_args:
@@ -65,4 +92,26 @@ def check_kernel_schema(
         f"type: {inferred}. A kernel receives its arguments as the schema types them. Change "
         "the C++ parameter types or the schema so that they agree (see the type table in "
         "docs/cpp.md)."
+    )
+
+
+def _raise_not_destination(
+    declared: FunctionSchema,
+    declared_at: str,
+    inferred: FunctionSchema,
+    kernel_at: str,
+    destination: tuple[list[str], list[str]] | None,
+) -> NoReturn:
+    if destination is None:
+        what = f"the op returns ({', '.join(_signature(declared)[1])}), not only Tensors"
+        fix = "Drop .out_from_fake() and return the results from the kernel"
+    else:
+        wanted = ", ".join(destination[0])
+        what = f"the kernel should take ({wanted}) and return void"
+        fix = "Add one TensorView parameter per returned Tensor after the arguments"
+    raise RegistrationError(
+        f"load_library: the C++ kernel for {declared.name} at {kernel_at} is registered with "
+        f".out_from_fake(), but {what}. Schema (at {declared_at}): {declared}; inferred from "
+        f"the C++ type: {inferred}. customop passes the outputs it allocates from the fake "
+        f"impl after the arguments. {fix}."
     )

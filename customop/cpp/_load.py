@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from customop.cpp._check import check_kernel_schema, parse_record_schema
+from customop.cpp._destination import destination_kernel
 from customop.cpp._kernel import python_kernel
 from customop.cpp._records import BlockKind, Record, RecordKind, read_records
 from customop.dispatch import Dispatcher, DispatchKey, LibraryKind, RegistrationHandle
@@ -24,7 +25,7 @@ from customop.dispatch import dispatcher as default_dispatcher
 from customop.exceptions import RegistrationError
 from customop.schema import FunctionSchema
 
-__all__ = ["load_library"]
+__all__ = ["kernel_of", "load_library", "loaded_functions"]
 
 KeyLike = DispatchKey | str
 _KINDS: dict[BlockKind, LibraryKind] = {
@@ -46,12 +47,22 @@ _LOADED: dict[Path, _Loaded] = {}
 _LOCK = threading.Lock()
 
 
+class _Impl(NamedTuple):
+    """A kernel to register: its record, its C++ type's schema, its op's (when known),
+    and whether it takes its outputs (destination passing)."""
+
+    record: Record
+    inferred: FunctionSchema
+    declared: FunctionSchema | None
+    destination: bool
+
+
 class _Plan(NamedTuple):
     """What one load registers, decided before anything is."""
 
     blocks: list[Record]
-    defs: list[tuple[Record, FunctionSchema]]
-    impls: list[tuple[Record, FunctionSchema, FunctionSchema | None]]
+    defs: list[tuple[Record, FunctionSchema, _Impl | None]]
+    impls: list[_Impl]
 
 
 def load_library(
@@ -83,19 +94,20 @@ def load_library(
 
     library = read_records(path)
     plan = _plan(library.records, target)
-    functions = _functions(library.path, library.records)
+    functions = loaded_functions(library.path, library.records)
     handles: list[RegistrationHandle] = []
     try:
         for record in plan.blocks:
             kind = _KINDS[record.block]
             handles.append(target.register_library(record.ns, kind, source=record.source))
-        for record, schema in plan.defs:
+        for record, schema, impl in plan.defs:
             kernels: dict[KeyLike, Callable[..., Any]] = {}
-            if record.kernel >= 0:
-                kernels[record.key] = _kernel(record, schema, schema, functions)
+            if impl is not None:
+                kernels[record.key] = _kernel(impl, functions, target)
             handles.append(target.register_def(schema, source=record.source, kernels=kernels))
-        for record, inferred, declared in plan.impls:
-            kernel = _kernel(record, inferred, declared, functions)
+        for impl in plan.impls:
+            kernel = _kernel(impl, functions, target)
+            record = impl.record
             handles.append(
                 target.register_impl(record.qualified, record.key, kernel, source=record.source)
             )
@@ -109,22 +121,40 @@ def load_library(
 
 def _plan(records: tuple[Record, ...], target: Dispatcher) -> _Plan:
     blocks = [r for r in records if r.kind is RecordKind.BLOCK]
-    defs = [(r, _def_schema(r)) for r in records if r.kind is RecordKind.DEF]
-    for record, schema in defs:
-        if record.schema and record.kernel >= 0:
-            inferred = parse_record_schema(record.ns, record.inferred, record.source)
-            check_kernel_schema(schema, record.source, inferred, record.source)
-    here = {str(schema.name): (schema, record.source) for record, schema in defs}
-    impls: list[tuple[Record, FunctionSchema, FunctionSchema | None]] = []
+    defs: list[tuple[Record, FunctionSchema, _Impl | None]] = []
     for record in records:
-        if record.kind is not RecordKind.IMPL:
-            continue
-        inferred = parse_record_schema(record.ns, record.inferred, record.source)
-        declared = here.get(record.qualified) or _defined(target, record.qualified)
-        if declared is not None:
-            check_kernel_schema(declared[0], declared[1], inferred, record.source)
-        impls.append((record, inferred, declared[0] if declared else None))
+        if record.kind is RecordKind.DEF:
+            schema = _def_schema(record)
+            impl = _checked(record, (schema, record.source)) if record.kernel >= 0 else None
+            defs.append((record, schema, impl))
+    here = {str(schema.name): (schema, record.source) for record, schema, _ in defs}
+    impls = [
+        _checked(record, here.get(record.qualified) or _defined(target, record.qualified))
+        for record in records
+        if record.kind is RecordKind.IMPL
+    ]
     return _Plan(blocks, defs, impls)
+
+
+def _checked(record: Record, declared: tuple[FunctionSchema, str] | None) -> _Impl:
+    """The kernel of ``record``, its C++ type checked against its op's schema (when known)."""
+    inferred = parse_record_schema(record.ns, record.inferred, record.source)
+    if declared is None and record.out_from_fake:
+        raise RegistrationError(
+            f"load_library: the .out_from_fake() kernel for {record.qualified} at "
+            f"{record.source} is loaded before its op is defined. Its outputs are allocated "
+            "from the op's schema and fake impl, so they must be known first. Define the op "
+            "(a CUSTOMOP_LIBRARY block or a Python def) before loading this library."
+        )
+    if declared is None:  # a dangling impl: checked by nothing until its def comes
+        return _Impl(record, inferred, None, False)
+    schema, source = declared
+    if not record.schema and record.kind is RecordKind.DEF:  # inferred from this very type
+        return _Impl(record, inferred, schema, False)
+    destination = check_kernel_schema(
+        schema, source, inferred, record.source, out_from_fake=record.out_from_fake
+    )
+    return _Impl(record, inferred, schema, destination)
 
 
 def _def_schema(record: Record) -> FunctionSchema:
@@ -141,7 +171,7 @@ def _defined(target: Dispatcher, name: str) -> tuple[FunctionSchema, str] | None
     return op.schema, (sources[0] if sources and sources[0] else "an earlier def")
 
 
-def _functions(path: Path, records: tuple[Record, ...]) -> dict[int, Any]:
+def loaded_functions(path: Path, records: tuple[Record, ...]) -> dict[int, Any]:
     """The library's TVM-FFI kernel functions, loading its code once per process."""
     status = path.stat()
     stamp = (status.st_dev, status.st_ino, status.st_mtime_ns)
@@ -169,17 +199,36 @@ def _functions(path: Path, records: tuple[Record, ...]) -> dict[int, Any]:
         return loaded.functions
 
 
-def _kernel(
+def kernel_of(
     record: Record,
-    inferred: FunctionSchema,
-    declared: FunctionSchema | None,
+    declared: tuple[FunctionSchema, str],
     functions: dict[int, Any],
+    target: Dispatcher,
 ) -> Callable[..., Any]:
-    kwonly = [a.name for a in declared.arguments if a.kwarg_only] if declared else []
-    return python_kernel(
-        functions[record.kernel],
-        op=record.qualified,
-        source=record.source,
-        inferred=inferred,
-        kwonly=kwonly,
+    """The kernel of ``record`` for the op of schema ``declared`` (defined at ``[1]``),
+    its C++ type checked against that schema, whatever the library's own def says."""
+    inferred = parse_record_schema(record.ns, record.inferred, record.source)
+    schema, source = declared
+    destination = check_kernel_schema(
+        schema, source, inferred, record.source, out_from_fake=record.out_from_fake
     )
+    return _kernel(_Impl(record, inferred, schema, destination), functions, target)
+
+
+def _kernel(impl: _Impl, functions: dict[int, Any], target: Dispatcher) -> Callable[..., Any]:
+    record, inferred, declared = impl.record, impl.inferred, impl.declared
+    function = functions[record.kernel]
+    op = str(declared.name) if declared else record.qualified
+    kwonly = [a.name for a in declared.arguments if a.kwarg_only] if declared else []
+    names = [a.name for a in (declared or inferred).arguments]
+    if not impl.destination:
+        return python_kernel(
+            function, op=op, source=record.source, inferred=inferred,
+            kwonly=kwonly, names=names,
+        )  # fmt: skip
+    outputs = len(inferred.arguments) - len(names)  # declared: _checked refuses dangling ones
+    returns = [r.name or f"output {i}" for i, r in enumerate((declared or inferred).returns)]
+    return destination_kernel(
+        function, op=op, source=record.source, inferred=inferred,
+        kwonly=kwonly, names=[*names, *returns], outputs=outputs, dispatcher=target,
+    )  # fmt: skip

@@ -23,6 +23,7 @@ ABI_VERSION: Final = 1
 _ENTRY: Final = "customop_library_records"
 _FLAG_KEEP_GIL: Final = 1
 _FLAG_CONTIGUOUS: Final = 2
+_FLAG_OUT_FROM_FAKE: Final = 4
 
 
 class RecordKind(IntEnum):
@@ -94,6 +95,11 @@ class Record(NamedTuple):
     @property
     def contiguous(self) -> bool:
         return bool(self.flags & _FLAG_CONTIGUOUS)
+
+    @property
+    def out_from_fake(self) -> bool:
+        """``.out_from_fake()``: customop allocates the outputs from the op's fake impl."""
+        return bool(self.flags & _FLAG_OUT_FROM_FAKE)
 
 
 class LibraryRecords(NamedTuple):

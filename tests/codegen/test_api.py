@@ -10,6 +10,7 @@ import customop.exceptions
 
 CODEGEN = [
     "CodegenReport",
+    "CppKernel",
     "Declaration",
     "DeclarationFile",
     "GenOptions",

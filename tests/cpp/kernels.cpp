@@ -163,6 +163,31 @@ Tensor cast(TensorView x, customop::ScalarType dtype) {
   return out;
 }
 
+// Destination passing: the outputs come allocated from the op's fake impl.
+void add_into(TensorView a, TensorView b, TensorView out) {
+  same_shape(a, b);
+  same_shape(a, out);
+  floating(a, [&](auto zero) {
+    using T = decltype(zero);
+    for (int64_t i = 0; i < a.numel(); ++i) {
+      out.data_ptr<T>()[i] = a.data_ptr<T>()[i] + b.data_ptr<T>()[i];
+    }
+  });
+}
+
+// Two outputs, the second of another shape and dtype: (x * k, sum of x as float64).
+void scale_and_sum(TensorView x, double k, TensorView scaled, TensorView total) {
+  floating(x, [&](auto zero) {
+    using T = decltype(zero);
+    double sum = 0;
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      scaled.data_ptr<T>()[i] = T(x.data_ptr<T>()[i] * k);
+      sum += x.data_ptr<T>()[i];
+    }
+    total.data_ptr<double>()[0] = sum;
+  });
+}
+
 }  // namespace
 
 CUSTOMOP_LIBRARY(cpptest, m) {
@@ -177,6 +202,8 @@ CUSTOMOP_LIBRARY(cpptest, m) {
   m.def("throws(Tensor x) -> Tensor");
   m.def("cast(Tensor x, ScalarType dtype) -> Tensor");
   m.def("mul", &mul);  // schema inferred from the C++ type
+  m.def("add_dest(Tensor a, Tensor b) -> Tensor");
+  m.def("scale_and_sum(Tensor x, *, float k=2.0) -> (Tensor, Tensor)");
 }
 
 CUSTOMOP_LIBRARY_IMPL(cpptest, CPU, m) {
@@ -190,4 +217,6 @@ CUSTOMOP_LIBRARY_IMPL(cpptest, CPU, m) {
   m.impl("checked_sqrt", &checked_sqrt);
   m.impl("throws", &throws).keep_gil();
   m.impl("cast", &cast).contiguous();
+  m.impl("add_dest", &add_into).out_from_fake().contiguous();
+  m.impl("scale_and_sum", &scale_and_sum).contiguous();  // destination shape, no option
 }

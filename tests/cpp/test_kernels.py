@@ -100,7 +100,7 @@ def test_sources_are_the_cpp_lines(ops: Any) -> None:
         ("checked_sqrt", (_np(1.0, -1.0),), "element 1 is negative (-1)"),
         ("throws", (_np(1.0),), "index 7 is out of range"),
         ("add", (np.arange(3), np.arange(3)), "expected a float32 or float64 tensor, got int64"),
-        ("add", (_np(1.0, 2.0, 3.0)[::2], _np(1.0, 2.0)), "argument 0 is not contiguous"),
+        ("add", (_np(1.0, 2.0, 3.0)[::2], _np(1.0, 2.0)), "argument 'a' is not contiguous"),
         ("checked_sqrt", (np.ones(2, np.float32),), "data_ptr<float64>() called on a float32"),
     ],
     ids=["check", "cpp-exception", "wrong-dtype", "non-contiguous", "data-ptr-dtype"],

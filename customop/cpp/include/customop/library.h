@@ -61,6 +61,7 @@ typedef struct customop_registry {
 #define CUSTOMOP_BLOCK_IMPL 2
 #define CUSTOMOP_FLAG_KEEP_GIL 1
 #define CUSTOMOP_FLAG_CONTIGUOUS 2
+#define CUSTOMOP_FLAG_OUT_FROM_FAKE 4
 
 namespace customop {
 namespace detail {
@@ -73,20 +74,25 @@ struct CallInfo {
   bool contiguous;
 };
 
+// "argument {customop-arg:2}": Python replaces the token with the schema's argument name
+// (the C++ side knows only positions).
+inline std::string arg_name(size_t i) {
+  return "argument {customop-arg:" + std::to_string(i) + "}";
+}
+
 [[noreturn]] inline void bad_argument(size_t i, const char* want, const ffi::AnyView& got) {
-  throw Error("argument " + std::to_string(i) + " is a " + got.GetTypeKey() + ", the kernel takes " +
-              want);
+  throw Error(arg_name(i) + " is a " + got.GetTypeKey() + ", the kernel takes " + want);
 }
 
 inline TensorView to_view(DLTensor* t, size_t i, const CallInfo& info) {
   TensorView view(t);
   if (info.cpu_only && !view.device().is_cpu()) {
-    throw Error("argument " + std::to_string(i) + " is on " + view.device().str() +
+    throw Error(arg_name(i) + " is on " + view.device().str() +
                 ", the kernel is registered for CPU. Pass CPU arrays, or register a kernel for "
                 "that device");
   }
   if (info.contiguous && !view.is_contiguous()) {
-    throw Error("argument " + std::to_string(i) +
+    throw Error(arg_name(i) +
                 " is not contiguous, and the kernel was registered with .contiguous(). Pass a "
                 "contiguous array (numpy.ascontiguousarray(x), x.contiguous())");
   }
@@ -166,7 +172,7 @@ struct Arg<Span<int64_t>> {
     held.reserve(got->size());
     for (const ffi::Any& item : *got) {
       auto n = item.try_cast<int64_t>();
-      if (!n) throw Error("argument " + std::to_string(i) + " holds a non-int item");
+      if (!n) throw Error(arg_name(i) + " holds a non-int item");
       held.push_back(*n);
     }
   }
@@ -184,7 +190,7 @@ struct Arg<Span<TensorView>> {
     held.reserve(owner.size());
     for (const ffi::Any& item : owner) {
       auto t = item.try_cast<DLTensor*>();
-      if (!t) throw Error("argument " + std::to_string(i) + " holds a non-tensor item");
+      if (!t) throw Error(arg_name(i) + " holds a non-tensor item");
       held.push_back(to_view(*t, i, info));
     }
   }
@@ -287,6 +293,10 @@ class ImplOptions {
   ImplOptions& keep_gil() { return set(CUSTOMOP_FLAG_KEEP_GIL); }
   // Reject non-contiguous tensor arguments with a clear error before the kernel runs.
   ImplOptions& contiguous() { return set(CUSTOMOP_FLAG_CONTIGUOUS); }
+  // Destination passing: the kernel returns void and takes one trailing TensorView per
+  // Tensor the schema returns; customop allocates them from the op's fake impl (shape,
+  // dtype, the caller's array type) and passes them in to be written.
+  ImplOptions& out_from_fake() { return set(CUSTOMOP_FLAG_OUT_FROM_FAKE); }
 
  private:
   ImplOptions& set(int32_t flag) {
