@@ -6,7 +6,8 @@ and each subclasses the builtin that a caller would catch anyway::
     Exception
     ├── ValueError
     │   ├── SchemaError                 an invalid schema model or value
-    │   │   └── SchemaParseError        schema text that does not parse
+    │   │   ├── SchemaParseError        schema text that does not parse
+    │   │   └── ExclusiveTagsError      tags that exclude each other (also an AssertionError)
     │   ├── DispatchKeyError            a dispatch key name or key set that is not valid
     │   └── CodegenError                a declaration file (ops.yaml) with invalid entries
     ├── LookupError
@@ -15,6 +16,7 @@ and each subclasses the builtin that a caller would catch anyway::
     │   └── OpCheckError                opcheck found an op that breaks its schema or fake impl
     ├── RuntimeError
     │   ├── RegistrationError           a registration that conflicts or is malformed
+    │   ├── KernelReturnError           a kernel returned what its op's schema or tags rule out
     │   ├── AutogradError               a gradient that cannot be computed, or is malformed
     │   │   └── GradcheckError          gradcheck found analytic and numeric gradients differ
     │   └── NotImplementedError
@@ -33,8 +35,10 @@ __all__ = [
     "AutogradError",
     "CodegenError",
     "DispatchKeyError",
+    "ExclusiveTagsError",
     "GradcheckError",
     "KernelOverrideWarning",
+    "KernelReturnError",
     "MissingKernelError",
     "OpCheckError",
     "RegistrationError",
@@ -68,6 +72,14 @@ class SchemaParseError(SchemaError):
         self.column = column
 
 
+class ExclusiveTagsError(SchemaError, AssertionError):
+    """An op given tags that exclude each other (``inplace`` and ``out``).
+
+    Also an ``AssertionError``, which torch raises for the same tags, so torch
+    code that catches that keeps working.
+    """
+
+
 class DispatchKeyError(ValueError):
     """A dispatch key name that no key has, or a key used where it cannot be."""
 
@@ -82,6 +94,12 @@ class UnknownOperatorError(LookupError):
 
 class RegistrationError(RuntimeError):
     """A registration conflicts with an existing one or is malformed."""
+
+
+class KernelReturnError(RuntimeError):
+    """A kernel returned what its op rules out: the kernel of an op tagged
+    ``inplace`` must return its first argument, one tagged ``out`` its ``out``
+    arguments (torch checks the same on every call, with a ``RuntimeError``)."""
 
 
 class AutogradError(RuntimeError):
