@@ -411,7 +411,8 @@ def _schema_of(
             fn, mutates_args=options.mutates_args, op_name=options.name, tags=options.tags
         )
     except SchemaError as error:  # name the op being defined, not only the function
-        raise SchemaError(f"custom_op {options.name!r}: {error}") from None
+        # The same class (an ExclusiveTagsError stays an AssertionError too).
+        raise type(error)(f"custom_op {options.name!r}: {error}") from None
     return details.schema, dict(details.choices)
 
 

@@ -124,8 +124,7 @@ def _out(
     fix = "Write it as def f(x: Tensor, *, out: Tensor) -> Tensor with mutates_args={'out'}"
     outs: list[Argument] = []
     for param, argument in zip(params, arguments, strict=True):
-        alias = argument.alias_info
-        if alias is None or not alias.is_write:
+        if not argument.is_write:
             continue
         if param.kind is not inspect.Parameter.KEYWORD_ONLY:
             _fail(function, "out", "a mutated argument is positional", fix)

@@ -86,8 +86,7 @@ def plain_tensor(argument: Argument) -> bool:
 
 
 def _writes(argument: Argument) -> bool:
-    alias = argument.alias_info
-    return alias is not None and alias.is_write
+    return argument.is_write  # a ! anywhere: Tensor(a!), Tensor(a!)[], Tensor(a!)?
 
 
 _WHY: Final = {

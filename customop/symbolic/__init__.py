@@ -14,11 +14,13 @@ from customop.symbolic._symint import sym_min
 # Internal API: the names sibling packages may import from this one's private
 # modules (tests/test_layers.py checks every import against this list).
 from customop.symbolic._ops import bounds as bounds
+from customop.symbolic._symint import TORCH_FUNCTION as TORCH_FUNCTION
 from customop.symbolic._symint import IntLike as IntLike
 from customop.symbolic._symint import as_int as as_int
 
 __internal__ = (
     "IntLike",
+    "TORCH_FUNCTION",
     "as_int",
     "bounds",
 )

@@ -38,8 +38,8 @@ from __future__ import annotations
 import math
 import sys
 import threading
-from collections.abc import Mapping
-from typing import TypeAlias, final
+from collections.abc import Callable, Mapping
+from typing import Any, TypeAlias, final
 
 from customop.symbolic._expr import INF, Bound, Expr, Symbol
 from customop.symbolic._facts import Facts
@@ -82,6 +82,11 @@ def _end(bound: Bound) -> int | None:
     return None if math.isinf(bound) else int(bound)
 
 
+#: What torch's functions do with SymInt arguments: set by ``customop.tensor`` (a layer up),
+#: which fakes them (`customop.tensor._fake_torch`).
+TORCH_FUNCTION: list[Callable[[Any, tuple[Any, ...], dict[str, Any] | None], Any]] = []
+
+
 @final
 class SymInt:
     """A symbolic integer: a size symbol (``s0``) or an expression of them (``2*s0 + 1``).
@@ -94,6 +99,20 @@ class SymInt:
 
     # numpy scalars defer to SymInt's reflected operators (np.int64(2) * s0).
     __array_ufunc__ = None
+
+    @classmethod
+    def __torch_function__(
+        cls,
+        func: Any,
+        types: tuple[Any, ...],
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+    ) -> Any:
+        """A torch function given a SymInt (``torch.empty(s0, 3)`` in a fake impl): the
+        tensor layer's handler (`TORCH_FUNCTION`) makes a fake, as for a fake argument."""
+        if not TORCH_FUNCTION:
+            return NotImplemented
+        return TORCH_FUNCTION[0](func, args, kwargs)
 
     _expr: Expr
 

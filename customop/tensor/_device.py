@@ -74,6 +74,20 @@ class Device:
             return NotImplemented
         return self._type == other._type and self._index == other._index
 
+    @classmethod
+    def __torch_function__(
+        cls,
+        func: Any,
+        types: tuple[Any, ...],
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+    ) -> Any:
+        """torch's functions given a customop Device (``torch.empty(n, dtype=x.dtype)``): a
+        fake in a fake mode, else torch's own result, with torch's Device."""
+        from customop.tensor._fake import torch_function  # noqa: PLC0415 -- _fake imports this
+
+        return torch_function(func, args, kwargs)
+
     def __hash__(self) -> int:
         return hash((self._type, self._index))
 

@@ -191,6 +191,20 @@ class dtype:  # noqa: N801 -- named like torch.dtype / numpy.dtype on purpose (s
         found = _convert(other)
         return found is self if found is not None else NotImplemented
 
+    @classmethod
+    def __torch_function__(
+        cls,
+        func: Any,
+        types: tuple[Any, ...],
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+    ) -> Any:
+        """torch's functions given a customop dtype (``torch.empty(n, dtype=x.dtype)``): a
+        fake in a fake mode, else torch's own result, with torch's dtype."""
+        from customop.tensor._fake import torch_function  # noqa: PLC0415 -- _fake imports this
+
+        return torch_function(func, args, kwargs)
+
     def __hash__(self) -> int:
         return hash(self._name)
 
