@@ -12,14 +12,17 @@ As in torch 2.13:
   `KernelOverrideWarning`; removing it brings the generated one back;
 * a ``@custom_op``'s kernels are checked on every call: an ``inplace`` kernel
   must return its first argument, an ``out`` kernel its ``out`` arguments
-  (`KernelReturnError`, a ``RuntimeError`` as torch's). Only tagged ops pay
-  for the check.
+  (`KernelReturnError`, a ``RuntimeError`` as torch's), and an ``out`` op
+  refuses torch tensors that require grad while grad mode is on (torch's
+  "functions with out=... arguments don't support automatic
+  differentiation"). Only tagged ops pay for the checks.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+import sys
 import warnings
 import weakref
 from collections.abc import Callable, Iterator, Mapping
@@ -27,7 +30,7 @@ from contextlib import contextmanager
 from typing import Any, Final, NoReturn
 
 from customop.dispatch import Dispatcher, DispatchKey, user_stacklevel
-from customop.exceptions import KernelOverrideWarning, KernelReturnError
+from customop.exceptions import AutogradError, KernelOverrideWarning, KernelReturnError
 from customop.schema import (
     INPLACE,
     AliasingTag,
@@ -159,6 +162,8 @@ def checked_returns(
 
         @functools.wraps(fn)
         def checked(*args: Any, **kwargs: Any) -> Any:
+            if _requires_grad(args, kwargs):
+                _no_grad(name)
             result = fn(*args, **kwargs)
             if len(names) == 1:
                 ok = result is kwargs[names[0]]
@@ -170,6 +175,24 @@ def checked_returns(
             return result
 
     return checked
+
+
+def _requires_grad(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether torch would record gradients for a torch tensor among the arguments."""
+    torch = sys.modules.get("torch")  # a torch tensor among them means torch is imported
+    if torch is None or not torch.is_grad_enabled():
+        return False
+    values = (*args, *kwargs.values())
+    return any(getattr(value, "requires_grad", False) is True for value in values)
+
+
+def _no_grad(op: str) -> NoReturn:
+    raise AutogradError(
+        f"{op}(): functions with out=... arguments don't support automatic differentiation, "
+        "but one of the arguments requires grad. An out= op writes into buffers the caller "
+        "passed in, which autograd cannot track, as in torch. Call it under torch.no_grad(), "
+        "or call the functional op instead."
+    )
 
 
 def _wrong(kernel: str, tag: AliasingTag) -> NoReturn:
