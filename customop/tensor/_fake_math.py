@@ -299,6 +299,19 @@ class FakeTensorMath:
     def __xor__(self, other: object) -> FakeTensor:
         return self._binary("bitwise_xor", other)
 
+    # Ordering comparisons only: == and != keep comparing objects (fakes stay hashable).
+    def __lt__(self, other: object) -> FakeTensor:
+        return self._binary("lt", other)
+
+    def __le__(self, other: object) -> FakeTensor:
+        return self._binary("le", other)
+
+    def __gt__(self, other: object) -> FakeTensor:
+        return self._binary("gt", other)
+
+    def __ge__(self, other: object) -> FakeTensor:
+        return self._binary("ge", other)
+
     def __neg__(self) -> FakeTensor:
         return self._unary("neg")
 

@@ -143,8 +143,9 @@ class FakeTensorReduce:
         values = self._reduced(name, dim, keepdim, None)
         return values, self._reduced("argmax", dim, keepdim, None)
 
-    def softmax(self, dim: int, dtype: DTypeLike | None = None) -> FakeTensor:
-        """The same shape, a floating dtype (``dtype`` when given)."""
+    def softmax(self, dim: int, dtype: DTypeLike | None = None, **kwargs: Any) -> FakeTensor:
+        """The same shape, a floating dtype (``dtype`` when given); torch's other keywords
+        (``_stacklevel``) change nothing."""
         result = self._view(self._shape)
         result._dtype = to_float(self._dtype) if dtype is None else to_dtype(dtype)
         return result
