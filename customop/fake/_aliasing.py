@@ -21,6 +21,8 @@ def as_numpy(value: Any) -> np.ndarray[Any, Any] | None:
 
     if isinstance(value, np.ndarray):
         return value
+    if getattr(value, "requires_grad", False) is True:
+        value = value.detach()  # a torch tensor that requires grad: the same memory, readable
     if hasattr(value, "__array_interface__") or hasattr(value, "__array__"):
         try:
             return np.asarray(value)

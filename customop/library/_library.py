@@ -21,6 +21,7 @@ from customop.exceptions import RegistrationError
 from customop.library._fake_impl import remember_fake_impl
 from customop.library._spellings import TagsLike, read_tags
 from customop.library._tagged import fake_over_generated, is_generated_fake, tagged_kernels
+from customop.library._torch_kernels import adapt_kernel
 from customop.ops import canonical_dtypes, check_signature
 from customop.schema import (
     FunctionSchema,
@@ -247,9 +248,11 @@ class Library:
         if not allow_override:
             self._refuse_override(op, key, api)
         kernel = _keyset_kernel(fn) if with_keyset else self._checked(op, fn, key, api)
+        adapted = None if with_keyset else adapt_kernel(kernel, key, fn)  # torch's conventions
+        boxed = with_keyset or adapted is not None
         with fake_over_generated(self.dispatcher, str(op), key):
             handle = self.dispatcher.register_impl(
-                op, key, kernel, boxed=with_keyset, source=source
+                op, key, kernel if adapted is None else adapted, boxed=boxed, source=source
             )
         self._handles.append(handle)
         return handle
