@@ -27,7 +27,13 @@ def as_numpy(value: Any) -> np.ndarray[Any, Any] | None:
         try:
             return np.asarray(value)
         except (TypeError, ValueError, RuntimeError):
-            return None
+            widen = getattr(value, "float", None)  # a bfloat16 torch tensor: numpy has none
+            if not callable(widen) or isinstance(value, type):
+                return None
+            try:
+                return np.asarray(widen())
+            except (TypeError, ValueError, RuntimeError, AttributeError):
+                return None
     return None
 
 

@@ -17,7 +17,7 @@ from customop.dispatch import user_stacklevel
 from customop.symbolic import ShapeEnv, SymInt
 from customop.tensor._factory import CURRENT_FAKE_MODE
 
-__all__ = ["DEFAULT_SHAPE_ENV", "FAKE_IMPL_CODES", "FakeImplCtx", "get_ctx"]
+__all__ = ["DEFAULT_SHAPE_ENV", "FAKE_IMPL_CODES", "FakeImplCtx", "get_ctx", "in_fake_impl"]
 
 #: Where sizes come from when no fake mode (with its own ShapeEnv) is active.
 DEFAULT_SHAPE_ENV: Final = ShapeEnv()
@@ -76,8 +76,13 @@ FAKE_IMPL_CODES: Final[weakref.WeakKeyDictionary[CodeType, str]] = weakref.WeakK
 _MAX_DEPTH: Final = 32
 
 
-def _running_fake_impl() -> str | None:
-    frame: FrameType | None = sys._getframe(2)
+def in_fake_impl() -> bool:
+    """Whether a registered fake impl is among the callers (a few frames up)."""
+    return _running_fake_impl(3) is not None
+
+
+def _running_fake_impl(depth: int = 2) -> str | None:
+    frame: FrameType | None = sys._getframe(depth)
     for _ in range(_MAX_DEPTH):
         if frame is None:
             return None

@@ -34,7 +34,7 @@ from customop.tensor._fake_layout import Strides, contiguous_strides, is_contigu
 if TYPE_CHECKING:
     from customop.tensor._fake import FakeTensor
 
-__all__ = ["FakeTensorMethods", "check_layout", "element_size"]
+__all__ = ["STRIDED", "FakeTensorMethods", "check_layout", "element_size"]
 
 _BITS: Final = re.compile(r"\d+")
 
@@ -47,6 +47,28 @@ def element_size(kind: dtype) -> int:
 
 #: torch's spellings of the one layout customop has: dense, strided arrays.
 _STRIDED: Final = frozenset({"strided", "torch.strided"})
+
+
+class _Strided(str):
+    """``"strided"``, which torch's functions hand to customop (``__torch_function__``)."""
+
+    __slots__ = ()
+
+    @classmethod
+    def __torch_function__(
+        cls,
+        func: Any,
+        types: tuple[Any, ...],
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+    ) -> Any:
+        from customop.tensor._fake import torch_function  # noqa: PLC0415 -- _fake imports this
+
+        return torch_function(func, args, kwargs)
+
+
+#: A fake's ``layout``: the str ``"strided"``, that torch's factories also accept.
+STRIDED: Final = _Strided("strided")
 
 
 def check_layout(layout: object, api: str) -> None:
@@ -139,8 +161,9 @@ class FakeTensorMethods:
 
     @property
     def layout(self) -> str:
-        """``"strided"``: fakes are dense arrays (torch's ``torch.strided``)."""
-        return "strided"
+        """``"strided"``: fakes are dense arrays (torch's ``torch.strided``, which torch's
+        factories read it as: ``torch.empty(n, layout=x.layout)`` works in a fake impl)."""
+        return STRIDED
 
     def stride(self, dim: int | None = None) -> Any:
         """The strides (in elements), or dimension ``dim``'s: contiguous unless made otherwise."""

@@ -23,6 +23,7 @@ from typing import Any, Final, NoReturn
 
 from customop.symbolic import IntLike, SymInt
 from customop.tensor._check import check
+from customop.tensor._ctx import in_fake_impl
 from customop.tensor._device import Device, to_device
 from customop.tensor._dtype import DTYPES, dtype, to_dtype
 from customop.tensor._factory import CURRENT_FAKE_MODE
@@ -183,7 +184,8 @@ def _factory(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     name = func.__name__
     sizes: Any = args[0] if len(args) == 1 or name == "full" else args
     shape = to_shape(sizes, api=f"torch.{name}")
-    if CURRENT_FAKE_MODE.get() is None and not any(isinstance(s, SymInt) for s in shape):
+    fake = CURRENT_FAKE_MODE.get() is not None or any(isinstance(s, SymInt) for s in shape)
+    if not fake and not in_fake_impl():  # a kernel's call: torch's own tensor
         return func(*_to_torch(args), **{k: _to_torch(v) for k, v in kwargs.items()})
     kind = kwargs.get("dtype")
     device = kwargs.get("device")
@@ -195,11 +197,14 @@ def _factory(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
 
 
 def _to_torch(value: Any) -> Any:
-    """customop's dtypes and devices in torch's spelling (torch is imported: it called us)."""
+    """customop's dtypes, devices and layout in torch's spelling (torch is imported: it
+    called us)."""
     if isinstance(value, dtype):
         return value.to_torch()
     if isinstance(value, Device):
         return sys.modules["torch"].device(str(value))
+    if isinstance(value, str) and value == "strided":  # a fake's .layout
+        return sys.modules["torch"].strided
     if isinstance(value, tuple | list):
         return type(value)(_to_torch(item) for item in value)
     return value
