@@ -17,7 +17,7 @@ from customop.symbolic import IntLike, SymInt, as_int, sym_min
 from customop.tensor._device import Device
 from customop.tensor._dtype import DTYPES, DTypeLike, dtype, to_dtype
 from customop.tensor._fake_layout import Strides
-from customop.tensor._fake_math import broadcast_shapes, metadata_of
+from customop.tensor._fake_meta import broadcast_shapes, metadata_of
 from customop.tensor._promote import category, promote_types, to_float
 
 if TYPE_CHECKING:

@@ -28,7 +28,7 @@ from customop.tensor._device import Device, to_device
 from customop.tensor._dtype import DTYPES, dtype, to_dtype
 from customop.tensor._factory import CURRENT_FAKE_MODE
 from customop.tensor._fake import FakeTensor, to_shape
-from customop.tensor._fake_math import BINARY, UNARY, broadcast_shapes, metadata_of
+from customop.tensor._fake_meta import BINARY, UNARY, broadcast_shapes, metadata_of
 from customop.tensor._fake_reduce import REDUCTIONS, matmul_shape
 from customop.tensor._promote import result_type
 
