@@ -13,6 +13,7 @@ import re
 from typing import Any, Final, NoReturn, Protocol, TypeAlias, final
 
 from customop.schema import add_built_in
+from customop.symbolic import torch_function_hook
 
 __all__ = ["Device", "DeviceLike", "HasDeviceType", "to_device"]
 
@@ -74,19 +75,9 @@ class Device:
             return NotImplemented
         return self._type == other._type and self._index == other._index
 
-    @classmethod
-    def __torch_function__(
-        cls,
-        func: Any,
-        types: tuple[Any, ...],
-        args: tuple[Any, ...] = (),
-        kwargs: dict[str, Any] | None = None,
-    ) -> Any:
-        """torch's functions given a customop Device (``torch.empty(n, dtype=x.dtype)``): a
-        fake in a fake mode, else torch's own result, with torch's Device."""
-        from customop.tensor._fake import torch_function  # noqa: PLC0415 -- _fake imports this
-
-        return torch_function(func, args, kwargs)
+    # torch's functions given a customop Device (torch.empty(n, device=x.device)) make a
+    # fake in a fake impl, else run with torch's device.
+    __torch_function__ = torch_function_hook
 
     def __hash__(self) -> int:
         return hash((self._type, self._index))

@@ -19,6 +19,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeAlias, final
 
 from customop.schema import SCALAR_TYPE_CODES, add_built_in
+from customop.symbolic import torch_function_hook
 
 __all__ = [
     "DTYPES",
@@ -191,19 +192,9 @@ class dtype:  # noqa: N801 -- named like torch.dtype / numpy.dtype on purpose (s
         found = _convert(other)
         return found is self if found is not None else NotImplemented
 
-    @classmethod
-    def __torch_function__(
-        cls,
-        func: Any,
-        types: tuple[Any, ...],
-        args: tuple[Any, ...] = (),
-        kwargs: dict[str, Any] | None = None,
-    ) -> Any:
-        """torch's functions given a customop dtype (``torch.empty(n, dtype=x.dtype)``): a
-        fake in a fake mode, else torch's own result, with torch's dtype."""
-        from customop.tensor._fake import torch_function  # noqa: PLC0415 -- _fake imports this
-
-        return torch_function(func, args, kwargs)
+    # torch's functions given a customop dtype (torch.empty(n, dtype=x.dtype)) make a
+    # fake in a fake impl, else run with torch's dtype.
+    __torch_function__ = torch_function_hook
 
     def __hash__(self) -> int:
         return hash(self._name)

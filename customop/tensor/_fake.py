@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Final, NoReturn, TypeAlias, overload
 
-from customop.symbolic import TORCH_FUNCTION, IntLike, SymInt, as_int, bounds
+from customop.symbolic import TORCH_FUNCTION, IntLike, SymInt, as_int, bounds, torch_function_hook
 from customop.tensor._device import Device, DeviceLike, to_device
 from customop.tensor._dtype import DTypeLike, dtype, float32, to_dtype
 from customop.tensor._fake_math import FakeTensorMath
@@ -158,17 +158,9 @@ class FakeTensor(FakeTensorMethods, FakeTensorMath, FakeTensorReduce):
             )
         return index % ndim
 
-    @classmethod
-    def __torch_function__(
-        cls,
-        func: Any,
-        types: tuple[Any, ...],
-        args: tuple[Any, ...] = (),
-        kwargs: dict[str, Any] | None = None,
-    ) -> Any:
-        """torch's functions on fakes (``torch.cat``, ``torch.empty_like``, ...): see
-        `customop.tensor._fake_torch`. torch calls this; customop never imports torch."""
-        return torch_function(func, args, kwargs)
+    # torch's functions on fakes (torch.cat, torch.empty_like, ...): see
+    # customop.tensor._fake_torch. torch calls in; customop never imports torch.
+    __torch_function__ = torch_function_hook
 
     def __getattr__(self, name: str) -> Any:
         # Reached only for names the fake lacks: its unset _strides slot (a contiguous

@@ -16,11 +16,17 @@ torch is taken as the size itself when it is a `SymInt`, as customop's
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from customop.symbolic import IntLike, SymInt
 
+if TYPE_CHECKING:
+    from customop.tensor._device import Device
+    from customop.tensor._dtype import dtype
+    from customop.tensor._fake import FakeTensor
+
 __all__ = [
+    "FakeFields",
     "Strides",
     "contiguous_strides",
     "dense_like",
@@ -127,3 +133,31 @@ def significant_mismatch(shape: Sequence[IntLike], expected: Strides, got: Strid
         if int(want) != int(have):
             return dim
     return None
+
+
+class FakeFields:
+    """The base of `FakeTensor`'s method mixins: its fields, and new fakes of its metadata."""
+
+    __slots__ = ()
+
+    if TYPE_CHECKING:
+        _shape: tuple[IntLike, ...]
+        _dtype: dtype
+        _device: Device
+
+        def _dim_index(self, dim: object, api: str) -> int: ...
+        def numel(self) -> IntLike: ...
+
+    def _view(self, shape: tuple[IntLike, ...], strides: Strides | None = None) -> FakeTensor:
+        """A fake of ``shape`` with this one's dtype and device (and ``strides``, if not dense)."""
+        from customop.tensor._fake import FakeTensor  # noqa: PLC0415 -- _fake imports this module
+
+        fake = FakeTensor._new(shape, self._dtype, self._device)
+        if strides is not None and not is_contiguous(shape, strides):
+            fake._strides = strides
+        return fake
+
+    def _layout(self) -> Strides:
+        """This fake's strides, contiguous ones computed when it has none of its own."""
+        own: Strides | None = getattr(self, "_strides", None)  # unset: contiguous
+        return contiguous_strides(self._shape) if own is None else own

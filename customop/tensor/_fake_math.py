@@ -18,10 +18,9 @@ import builtins
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from customop.symbolic import IntLike
 from customop.tensor._device import Device, to_device
 from customop.tensor._dtype import DTYPES, dtype, to_dtype
-from customop.tensor._fake_layout import Strides, dense_like
+from customop.tensor._fake_layout import FakeFields, Strides, dense_like
 from customop.tensor._fake_meta import BINARY, BOOL, UNARY, broadcast_shapes, metadata_of, operands
 from customop.tensor._promote import category, result_type, to_float
 
@@ -31,21 +30,10 @@ if TYPE_CHECKING:
 __all__ = ["FakeTensorMath"]
 
 
-class FakeTensorMath:
+class FakeTensorMath(FakeFields):
     """Elementwise and conversion methods of `FakeTensor` (a mixin: FakeTensor holds the slots)."""
 
     __slots__ = ()
-
-    if TYPE_CHECKING:
-        _shape: tuple[IntLike, ...]
-        _dtype: dtype
-        _device: Device
-
-        def _view(
-            self, shape: tuple[IntLike, ...], strides: Strides | None = None
-        ) -> FakeTensor: ...
-
-        def _layout(self) -> Strides: ...
 
     def _like(self, kind: dtype, device: Device | None = None, *, keep: bool = True) -> FakeTensor:
         """A new fake of this shape (this layout, made dense, when ``keep``)."""

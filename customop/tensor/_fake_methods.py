@@ -25,11 +25,19 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Final, NoReturn
 
-from customop.symbolic import IntLike, SymBool, SymInt, as_int, sym_max, sym_min
+from customop.symbolic import (
+    IntLike,
+    SymBool,
+    SymInt,
+    as_int,
+    sym_max,
+    sym_min,
+    torch_function_hook,
+)
 from customop.tensor._check import check
-from customop.tensor._device import Device, DeviceLike
+from customop.tensor._device import DeviceLike
 from customop.tensor._dtype import DTypeLike, dtype
-from customop.tensor._fake_layout import Strides, contiguous_strides, is_contiguous
+from customop.tensor._fake_layout import FakeFields, Strides, is_contiguous
 
 if TYPE_CHECKING:
     from customop.tensor._fake import FakeTensor
@@ -54,17 +62,7 @@ class _Strided(str):
 
     __slots__ = ()
 
-    @classmethod
-    def __torch_function__(
-        cls,
-        func: Any,
-        types: tuple[Any, ...],
-        args: tuple[Any, ...] = (),
-        kwargs: dict[str, Any] | None = None,
-    ) -> Any:
-        from customop.tensor._fake import torch_function  # noqa: PLC0415 -- _fake imports this
-
-        return torch_function(func, args, kwargs)
+    __torch_function__ = torch_function_hook
 
 
 #: A fake's ``layout``: the str ``"strided"``, that torch's factories also accept.
@@ -91,32 +89,10 @@ def _decided(cond: bool | SymBool) -> bool | None:
     return cond.decided if isinstance(cond, SymBool) else bool(cond)
 
 
-class FakeTensorMethods:
+class FakeTensorMethods(FakeFields):
     """Metadata methods of `FakeTensor` (a mixin: FakeTensor holds the slots)."""
 
     __slots__ = ()
-
-    if TYPE_CHECKING:
-        _shape: tuple[IntLike, ...]
-        _dtype: dtype
-        _device: Device
-
-        def _dim_index(self, dim: object, api: str) -> int: ...
-        def numel(self) -> IntLike: ...
-
-    def _view(self, shape: tuple[IntLike, ...], strides: Strides | None = None) -> FakeTensor:
-        """A fake of ``shape`` with this one's dtype and device (and ``strides``, if not dense)."""
-        from customop.tensor._fake import FakeTensor  # noqa: PLC0415 -- _fake imports this module
-
-        fake = FakeTensor._new(shape, self._dtype, self._device)
-        if strides is not None and not is_contiguous(shape, strides):
-            fake._strides = strides
-        return fake
-
-    def _layout(self) -> Strides:
-        """This fake's strides, contiguous ones computed when it has none of its own."""
-        own: Strides | None = getattr(self, "_strides", None)  # unset: contiguous
-        return contiguous_strides(self._shape) if own is None else own
 
     # -- new tensors -----------------------------------------------------------------
 

@@ -14,9 +14,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from customop.symbolic import IntLike, SymInt, as_int, sym_min
-from customop.tensor._device import Device
-from customop.tensor._dtype import DTYPES, DTypeLike, dtype, to_dtype
-from customop.tensor._fake_layout import Strides
+from customop.tensor._dtype import DTYPES, DTypeLike, to_dtype
+from customop.tensor._fake_layout import FakeFields
 from customop.tensor._fake_meta import broadcast_shapes, metadata_of
 from customop.tensor._promote import category, promote_types, to_float
 
@@ -71,22 +70,13 @@ def matmul_shape(a: tuple[IntLike, ...], b: tuple[IntLike, ...]) -> tuple[IntLik
     return shape
 
 
-class FakeTensorReduce:
+class FakeTensorReduce(FakeFields):
     """Reduction, product and split methods of `FakeTensor` (a mixin)."""
 
     __slots__ = ()
 
     if TYPE_CHECKING:
-        _shape: tuple[IntLike, ...]
-        _dtype: dtype
-        _device: Device
 
-        def _view(
-            self, shape: tuple[IntLike, ...], strides: Strides | None = None
-        ) -> FakeTensor: ...
-
-        def _dim_index(self, dim: object, api: str) -> int: ...
-        def _layout(self) -> Strides: ...
         def transpose(self, dim0: int, dim1: int) -> FakeTensor: ...
         def reshape(self, *shape: Any) -> FakeTensor: ...
         def expand(self, *sizes: Any) -> FakeTensor: ...

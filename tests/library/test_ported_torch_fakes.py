@@ -22,17 +22,9 @@ torch = pytest.importorskip("torch")
 import customop  # noqa: E402
 from customop.dispatch import Dispatcher  # noqa: E402
 from customop.library import Ops  # noqa: E402
-from customop.tensor import install_backends  # noqa: E402
 
 Tensor = torch.Tensor
 TEST_NS = "_test_custom_op"
-
-
-@pytest.fixture
-def d() -> Dispatcher:
-    dispatcher = Dispatcher()
-    install_backends(dispatcher)
-    return dispatcher
 
 
 _LIBRARIES: list[customop.Library] = []

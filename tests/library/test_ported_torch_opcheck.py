@@ -24,17 +24,9 @@ import customop  # noqa: E402
 from customop import OpCheckError  # noqa: E402
 from customop.dispatch import Dispatcher  # noqa: E402
 from customop.library import Ops  # noqa: E402
-from customop.tensor import install_backends  # noqa: E402
 
 TEST_NS = "_test_custom_op"
 device = "cpu"
-
-
-@pytest.fixture
-def d() -> Dispatcher:
-    dispatcher = Dispatcher()
-    install_backends(dispatcher)
-    return dispatcher
 
 
 @pytest.fixture

@@ -21,18 +21,10 @@ torch = pytest.importorskip("torch")
 
 import customop  # noqa: E402
 from customop.dispatch import Dispatcher  # noqa: E402
-from customop.tensor import install_backends  # noqa: E402
 
 Tensor = torch.Tensor
 Optional = __import__("typing").Optional
 List = list
-
-
-@pytest.fixture
-def d() -> Dispatcher:
-    dispatcher = Dispatcher()
-    install_backends(dispatcher)
-    return dispatcher
 
 
 def test_custom_op_inplace_out_tags_mutually_exclusive(d: Dispatcher) -> None:

@@ -13,14 +13,6 @@ from customop import FakeTensorMode, KernelOverrideWarning, Tensor, custom_op
 from customop.dispatch import Dispatcher
 from customop.exceptions import AutogradError, ExclusiveTagsError, KernelReturnError
 from customop.library import Ops
-from customop.tensor import install_backends
-
-
-@pytest.fixture
-def d() -> Dispatcher:
-    dispatcher = Dispatcher()
-    install_backends(dispatcher)
-    return dispatcher
 
 
 def _inplace(d: Dispatcher, tags: Any = "inplace") -> Any:

@@ -13,14 +13,6 @@ import customop  # noqa: E402
 from customop import FakeTensorMode  # noqa: E402
 from customop.dispatch import Dispatcher  # noqa: E402
 from customop.library import Ops  # noqa: E402
-from customop.tensor import install_backends  # noqa: E402
-
-
-@pytest.fixture
-def d() -> Dispatcher:
-    dispatcher = Dispatcher()
-    install_backends(dispatcher)
-    return dispatcher
 
 
 @pytest.fixture
