@@ -54,8 +54,12 @@ def torch_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | No
     special = _SPECIAL.get(name)
     if special is not None:
         return special(func, args, kwargs)
+    if not args and isinstance(kwargs.get("input"), FakeTensor):  # torch.sin(input=x)
+        args, kwargs = (kwargs["input"],), {k: v for k, v in kwargs.items() if k != "input"}
     fake = next((a for a in args if isinstance(a, FakeTensor)), None)
     if fake is None:
+        if _holds_fakes((*args, *kwargs.values())):
+            _unsupported(name, func)  # torch's own function would call us back: no way out
         return _without_fakes(func, name, args, kwargs)
     if name in BINARY and len(args) >= 2 and args[0] is not fake:
         return fake._binary(name, args[0], reverse=True)
@@ -63,6 +67,14 @@ def torch_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | No
         position = args.index(fake)
         return getattr(fake, name)(*args[position + 1 :], **kwargs)
     _unsupported(name, func)
+
+
+def _holds_fakes(values: tuple[Any, ...]) -> bool:
+    for value in values:
+        items = value if isinstance(value, list | tuple) else (value,)
+        if any(isinstance(item, FakeTensor) for item in items):
+            return True
+    return False
 
 
 def _unsupported(name: str, func: object) -> NoReturn:

@@ -191,3 +191,19 @@ def test_the_methods_work_without_importing_torch() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.split() == ["(2,)", "float16", "False"]
+
+
+def test_a_fake_as_the_input_keyword_works() -> None:
+    assert torch.sin(input=FakeTensor((2, 3))).shape == (2, 3)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        pytest.param(lambda f: torch.broadcast_tensors(f, f), id="unsupported-positional"),
+        pytest.param(lambda f: torch.add(2, other=f), id="keyword-only"),
+    ],
+)
+def test_a_fake_torch_cannot_take_fails_clearly_instead_of_recursing(call: Op) -> None:
+    with pytest.raises(TypeError, match="is not supported on customop fakes"):
+        call(FakeTensor((2, 3)))
