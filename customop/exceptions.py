@@ -6,7 +6,8 @@ and each subclasses the builtin that a caller would catch anyway::
     Exception
     ├── ValueError
     │   ├── SchemaError                 an invalid schema model or value
-    │   │   └── SchemaParseError        schema text that does not parse
+    │   │   ├── SchemaParseError        schema text that does not parse
+    │   │   └── ExclusiveTagsError      tags that exclude each other (also an AssertionError)
     │   ├── DispatchKeyError            a dispatch key name or key set that is not valid
     │   ├── GraphError                  a malformed graph, or inputs that do not fit it
     │   └── CodegenError                a declaration file (ops.yaml) with invalid entries
@@ -21,6 +22,7 @@ and each subclasses the builtin that a caller would catch anyway::
     │   ├── DataDependentError          a branch on a size no fact decides (a data-dependent one)
     │   ├── KernelError                 a compiled (C++) kernel failed or refused its arguments
     │   ├── BuildError                  customop.cpp.load could not compile a library
+    │   ├── KernelReturnError           a kernel returned what its op's schema or tags rule out
     │   ├── AutogradError               a gradient that cannot be computed, or is malformed
     │   │   └── GradcheckError          gradcheck found analytic and numeric gradients differ
     │   └── NotImplementedError
@@ -43,10 +45,12 @@ __all__ = [
     "DataDependentError",
     "DebugCheckError",
     "DispatchKeyError",
+    "ExclusiveTagsError",
     "GradcheckError",
     "GraphError",
     "KernelError",
     "KernelOverrideWarning",
+    "KernelReturnError",
     "MissingKernelError",
     "OpCheckError",
     "RegistrationError",
@@ -78,6 +82,14 @@ class SchemaParseError(SchemaError):
         super().__init__(message)
         self.text = text
         self.column = column
+
+
+class ExclusiveTagsError(SchemaError, AssertionError):
+    """An op given tags that exclude each other (``inplace`` and ``out``).
+
+    Also an ``AssertionError``, which torch raises for the same tags, so torch
+    code that catches that keeps working.
+    """
 
 
 class DispatchKeyError(ValueError):
@@ -113,6 +125,12 @@ class BuildError(RuntimeError):
     def __init__(self, message: str, *, command: str = "") -> None:
         super().__init__(message)
         self.command = command
+
+
+class KernelReturnError(RuntimeError):
+    """A kernel returned what its op rules out: the kernel of an op tagged
+    ``inplace`` must return its first argument, one tagged ``out`` its ``out``
+    arguments (torch checks the same on every call, with a ``RuntimeError``)."""
 
 
 class AutogradError(RuntimeError):

@@ -39,7 +39,7 @@ from customop.dispatch import (
 from customop.dispatch import dispatcher as default_dispatcher
 from customop.exceptions import RegistrationError
 from customop.ops import OpDefinition, operator_handle
-from customop.schema import FunctionSchema
+from customop.schema import OUT, FunctionSchema, aliasing_tag
 
 __all__ = [
     "FORMULA_KEY",
@@ -219,6 +219,13 @@ def _register(
     source: str,
 ) -> RegistrationHandle:
     schema = handle.schema
+    if aliasing_tag(handle.tags, api) == OUT:
+        raise RegistrationError(
+            f"{api}: {handle.name} is tagged out (cannot register autograd formula for operator "
+            "tagged with torch.Tag.out). Out variants do not support autograd: their outputs "
+            "are buffers the caller passed in, written in place, as in torch. Register the "
+            "formula on the functional op the out= variant computes."
+        )
     kernel_keys = handle.kernel_keys()
     check_formula(schema, backward, setup_context, api, kernel_keys)
     formula = AutogradFormula(backward, setup_context, schema)

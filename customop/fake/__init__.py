@@ -12,11 +12,13 @@ from customop.tensor import get_ctx
 from customop.fake._aliasing import as_numpy as as_numpy
 from customop.fake._opcheck import CheckOptions as CheckOptions
 from customop.fake._opcheck import GRAD_CHECKS as GRAD_CHECKS
+from customop.fake._opcheck_meta import check_failed as check_failed
 
 __internal__ = (
     "CheckOptions",
     "GRAD_CHECKS",
     "as_numpy",
+    "check_failed",
 )
 
 __all__ = [

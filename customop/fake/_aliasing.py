@@ -23,11 +23,19 @@ def as_numpy(value: Any) -> np.ndarray[Any, Any] | None:
         return value
     if hasattr(value, "__dask_graph__"):
         return None  # a lazy array: np.asarray would compute its whole graph
+    if getattr(value, "requires_grad", False) is True:
+        value = value.detach()  # a torch tensor that requires grad: the same memory, readable
     if hasattr(value, "__array_interface__") or hasattr(value, "__array__"):
         try:
             return np.asarray(value)
         except (TypeError, ValueError, RuntimeError):
-            return None
+            widen = getattr(value, "float", None)  # a bfloat16 torch tensor: numpy has none
+            if not callable(widen) or isinstance(value, type):
+                return None
+            try:
+                return np.asarray(widen())
+            except (TypeError, ValueError, RuntimeError, AttributeError):
+                return None
     return None
 
 

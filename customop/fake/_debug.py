@@ -42,9 +42,10 @@ def run_checked(
         if not writes and changed(before[name], value):
             raise DebugCheckError(
                 f"{schema.name}: argument {name!r} was mutated, but the schema does not "
-                f"declare it. Callers and tracing assume unannotated inputs are unchanged. "
-                f"Annotate it as written, e.g. Tensor(a!) {name} (mutates_args=[{name!r}]), "
-                f"or copy it in the kernel."
+                f"declare it (Argument {name} is not defined as mutable but was mutated). "
+                "Callers and tracing assume unannotated inputs are unchanged. Annotate it as "
+                f"written, e.g. Tensor(a!) {name} (mutates_args=[{name!r}]), or copy it in "
+                "the kernel."
             )
     if not schema.is_mutable and not any(r.alias_info for r in schema.returns):
         for out in arrays_in(result):
@@ -52,8 +53,9 @@ def run_checked(
                 if any(shares_memory(out, array) for array in arrays_in(value)):
                     raise DebugCheckError(
                         f"{schema.name}: an output aliases input {name!r}, but the op is "
-                        "functional. Callers may mutate outputs, which would change the "
-                        "input. Return a copy (e.g. x.copy()), or declare the alias in the schema."
+                        f"functional (Argument {name} is not defined to alias output but was "
+                        "aliasing). Callers may mutate outputs, which would change the input. "
+                        "Return a copy (e.g. x.copy()), or declare the alias in the schema."
                     )
     return result
 

@@ -23,8 +23,10 @@ from customop.tensor import (
     FakeTensor,
     ShapeEnv,
     SymInt,
+    dense_like,
     device_of,
     dtype,
+    real_strides,
     to_dtype,
 )
 
@@ -41,7 +43,7 @@ class FakeTensorMode:
         self._guards: list[tuple[LocalKeysGuard, Any]] = []
 
     def from_real(self, x: Any, *, dynamic: tuple[int, ...] = ()) -> FakeTensor:
-        """A fake with ``x``'s shape, dtype and device (``dynamic``: dims made symbolic).
+        """A fake with ``x``'s shape, dtype, device and strides (``dynamic``: dims made symbolic).
 
         Args:
             x: a real array of a registered backend (or a fake, returned as is).
@@ -62,7 +64,14 @@ class FakeTensorMode:
         sizes: list[IntLike] = [int(size) for size in shape]
         for dim in dynamic:
             sizes[dim] = self.shape_env.new_symint(0, None)
-        return FakeTensor(tuple(sizes), to_dtype(x.dtype), device_of(x))
+        fake = FakeTensor(tuple(sizes), to_dtype(x.dtype), device_of(x))
+        strides = real_strides(x)  # None for a contiguous array: the fake's default
+        if strides is not None and dynamic:
+            # Symbolic sizes: the real layout's dimension order, made dense in them.
+            strides = dense_like(sizes, strides)
+        if strides is not None:
+            fake._strides = strides
+        return fake
 
     def make_fake(self, shape: tuple[IntLike, ...], dtype: dtype, device: Device) -> FakeTensor:
         """`FakeTensorFactory`: what ``customop.empty`` and friends return in the mode.

@@ -8,20 +8,33 @@ on every call.
 from __future__ import annotations
 
 import copy
-import numbers
+import functools
 from collections.abc import Callable, Sequence
-from typing import Any, Final, NamedTuple, TypeAlias
+from typing import Any, Final, NamedTuple, NoReturn, TypeAlias
 
 from customop.exceptions import OpCheckError
-from customop.fake._aliasing import arrays_in, as_numpy
+from customop.fake._aliasing import as_numpy
 from customop.fake._debug import DebugCheckError, debug_checks
-from customop.fake._mode import FakeTensorMode
+from customop.fake._opcheck_meta import check_failed, fake_check, flat, is_array
 from customop.schema import FunctionSchema
-from customop.tensor import FakeTensor, SymInt, device_of
 
-__all__ = ["ALL_CHECKS", "GRAD_CHECKS", "CheckOptions", "opcheck"]
+__all__ = ["ALL_CHECKS", "GRAD_CHECKS", "TORCH_CHECKS", "CheckOptions", "opcheck"]
 
 ALL_CHECKS: Final = ("test_schema", "test_faketensor", "test_trace")
+#: The checks (and their names) on torch tensors: torch.library.opcheck's defaults.
+#: test_aot_dispatch_dynamic is customop's test_trace (torch's AOTDispatcher run is, like
+#: customop's tracer, a run of the op's fake impl followed by a re-run of the recorded op).
+TORCH_CHECKS: Final = (
+    "test_schema",
+    "test_autograd_registration",
+    "test_faketensor",
+    "test_aot_dispatch_dynamic",
+)
+#: torch's names of customop's checks.
+_TORCH_NAMES: Final = {
+    "test_aot_dispatch_dynamic": "test_trace",
+    "test_aot_dispatch_static": "test_trace",
+}
 
 
 class CheckOptions(NamedTuple):
@@ -45,9 +58,11 @@ GRAD_CHECKS: dict[str, Check] = {}
 def _schema_of(op: Any) -> FunctionSchema:
     schema = getattr(op, "schema", None)
     if not isinstance(schema, FunctionSchema):
-        raise TypeError(
-            f"opcheck: expected an op (a CustomOpDef or OpOverload), got {op!r}. opcheck "
-            "compares an op's behaviour with its schema. Pass the op itself."
+        raise ValueError(
+            f"opcheck: op must be a customop OpOverload or CustomOpDef, got "
+            f"{type(op).__qualname__} {op!r:.100}. opcheck compares an op's behaviour with its "
+            "schema. Pass the op itself (customop.ops.ns.name.default); a torch OpOverload goes "
+            "to torch.library.opcheck."
         )
     return schema
 
@@ -58,7 +73,7 @@ def _fresh(args: Sequence[Any], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...]
 
 
 def _fail(op: str, check: str, problem: str) -> OpCheckError:
-    return OpCheckError(f"opcheck({op}): {check} failed: {problem}")
+    return check_failed(op, check, problem)
 
 
 def _test_schema(
@@ -72,100 +87,95 @@ def _test_schema(
         raise _fail(name, "test_schema", str(error)) from None
 
 
-def _compare_meta(name: str, real: Any, fake: Any) -> None:
-    reals, fakes = list(arrays_in(real)), [f for f in _flat(fake) if isinstance(f, FakeTensor)]
-    if len(reals) != len(fakes):
-        raise _fail(
-            name, "test_faketensor",
-            f"the fake impl returned {len(fakes)} tensor(s), the kernel {len(reals)}. The fake "
-            "impl must return what the kernel returns, with data left out.",
-        )  # fmt: skip
-    for index, (r, f) in enumerate(zip(reals, fakes, strict=True)):
-        shape = tuple(r.shape)
-        same_shape = len(shape) == len(f.shape) and all(
-            isinstance(fs, SymInt) or int(fs) == rs for fs, rs in zip(f.shape, shape, strict=True)
-        )
-        host = as_numpy(r)
-        real_dtype = host.dtype if host is not None else r.dtype
-        problems = []
-        if not same_shape:
-            problems.append(f"shape {tuple(f.shape)} but the kernel's is {shape}")
-        if str(f.dtype) != str(FakeTensorMode().from_real(r).dtype):
-            problems.append(f"dtype {f.dtype} but the kernel's is {real_dtype}")
-        if str(f.device) != str(device_of(r)):
-            problems.append(f"device {f.device} but the kernel's is {device_of(r)}")
-        if problems:
-            raise _fail(
-                name, "test_faketensor",
-                f"output {index} of the fake impl has " + "; ".join(problems) + ". Fix the "
-                "fake impl (registered with register_fake) to compute the kernel's metadata.",
-            )  # fmt: skip
-
-
-def _flat(value: Any) -> list[Any]:
-    if isinstance(value, tuple | list):
-        return [item for part in value for item in _flat(part)]
-    if isinstance(value, dict):
-        return [item for part in value.values() for item in _flat(part)]
-    return [value]
-
-
 def _test_faketensor(
     op: Any, name: str, args: Sequence[Any], kwargs: dict[str, Any], options: CheckOptions
 ) -> None:
-    real = op(*_fresh(args, kwargs)[0], **_fresh(args, kwargs)[1])
-    mode = FakeTensorMode()
-    fake_args = tuple(mode.from_real(a) if _is_array(a) else a for a in args)
-    fake_kwargs = {k: mode.from_real(v) if _is_array(v) else v for k, v in kwargs.items()}
-    try:
-        with mode:
-            fake = op(*fake_args, **fake_kwargs)
-    except NotImplementedError as error:
-        raise _fail(name, "test_faketensor", str(error).splitlines()[0]) from None
-    _compare_meta(name, real, fake)
+    fake_check(op, name, args, kwargs)
 
 
-def _is_array(value: Any) -> bool:
-    # Not a type (np.float16 has shape and dtype descriptors) nor a scalar (np.float32(1)).
-    return (
-        hasattr(value, "shape")
-        and hasattr(value, "dtype")
-        and not isinstance(value, type | numbers.Number)
-    )
-
-
-def _same(a: Any, b: Any, options: CheckOptions) -> bool:
-    left, right = _flat(a), _flat(b)
-    if len(left) != len(right):
-        return False
+def _difference(a: Any, b: Any, options: CheckOptions) -> str | None:
+    """Why ``a`` and ``b`` differ (torch's assert_close wording), or None when they agree."""
     import numpy as np  # noqa: PLC0415 - opcheck only
 
+    left, right = flat(a), flat(b)
+    if len(left) != len(right):
+        return f"{len(left)} outputs against {len(right)}"
     exact = options.atol is None and options.rtol is None
     atol = 0.0 if options.atol is None else options.atol
     rtol = 0.0 if options.rtol is None else options.rtol
-    for x, y in zip(left, right, strict=True):
-        if _is_array(x) and _is_array(y):
-            a, b = np.asarray(x), np.asarray(y)
-            if exact or a.dtype.kind not in "fc":
-                same = a.shape == b.shape and np.array_equal(a, b, equal_nan=True)
-            else:
-                same = a.shape == b.shape and np.allclose(
-                    a, b, atol=atol, rtol=rtol, equal_nan=True
-                )
-            if not same:
-                return False
-        elif x != y:
-            return False
-    return True
+    for index, (x, y) in enumerate(zip(left, right, strict=True)):
+        if not (is_array(x) and is_array(y)):
+            if x != y:
+                return f"output {index} is {x!r} against {y!r}"
+            continue
+        p, q = as_numpy(x), as_numpy(y)
+        if p is None or q is None or p.shape != q.shape:
+            return f"output {index} has shape {tuple(x.shape)} against {tuple(y.shape)}"
+        close = np.array_equal(p, q, equal_nan=True)
+        if not exact and p.dtype.kind in "fc":
+            close = np.allclose(p, q, atol=atol, rtol=rtol, equal_nan=True)
+        if not close:
+            return _numbers(index, p, q, atol, rtol)
+    return None
+
+
+def _numbers(index: int, p: Any, q: Any, atol: float, rtol: float) -> str:
+    import numpy as np  # noqa: PLC0415 - opcheck only
+
+    gap = np.abs(p.astype(np.float64) - q.astype(np.float64))
+    relative = gap / np.maximum(np.abs(q.astype(np.float64)), np.finfo(np.float64).tiny)
+    if p.size == 1:
+        return (
+            f"output {index}: expected {q.item()} but got {p.item()}. Absolute difference: "
+            f"{gap.item()} (up to {atol} allowed). Relative difference: {relative.item()} "
+            f"(up to {rtol} allowed)"
+        )
+    bad = int(np.count_nonzero(gap > atol + rtol * np.abs(q)))
+    return (
+        f"output {index}: mismatched elements {bad} / {p.size}. Greatest absolute difference: "
+        f"{gap.max()} (up to {atol} allowed). Greatest relative difference: {relative.max()} "
+        f"(up to {rtol} allowed)"
+    )
+
+
+def _raise_different(name: str, check: str, difference: str, options: CheckOptions) -> NoReturn:
+    within = (
+        ""
+        if options.atol is None and options.rtol is None
+        else f" (beyond atol={options.atol}, rtol={options.rtol})"
+    )
+    # Chained as torch chains them: OpCheckError <- the outputs error <- the numbers.
+    try:
+        raise AssertionError(difference)
+    except AssertionError as numbers:
+        try:
+            raise AssertionError(
+                "Outputs of the operator are different in eager-mode PyTorch vs AOTDispatcher "
+                "tracing (customop: the op called, and its traced graph re-run)"
+            ) from numbers
+        except AssertionError as outputs:
+            raise _fail(
+                name, check,
+                f"re-running the traced graph gave a different result from calling the op{within}"
+                f" ({difference}; eager-mode PyTorch vs AOTDispatcher). The op must be a function "
+                "of its arguments (no hidden state or randomness); pass atol=/rtol= when its "
+                "kernels round differently from run to run.",
+            ) from outputs  # fmt: skip
 
 
 def _test_trace(
-    op: Any, name: str, args: Sequence[Any], kwargs: dict[str, Any], options: CheckOptions
+    op: Any,
+    name: str,
+    args: Sequence[Any],
+    kwargs: dict[str, Any],
+    options: CheckOptions,
+    *,
+    check: str = "test_trace",
 ) -> None:
     from customop.trace import trace  # noqa: PLC0415 -- trace (same layer) imports fake
 
     dispatcher = op.dispatcher
-    arrays = [i for i, a in enumerate(args) if _is_array(a)]
+    arrays = [i for i, a in enumerate(args) if is_array(a)]
 
     def call(*tensors: Any) -> Any:
         values = list(args)
@@ -176,21 +186,12 @@ def _test_trace(
     try:
         graph = trace(call, *[args[i] for i in arrays], dispatcher=dispatcher)
     except NotImplementedError as error:
-        raise _fail(name, "test_trace", str(error).splitlines()[0]) from None
+        raise _fail(name, check, str(error).splitlines()[0]) from None
     expected = op(*_fresh(args, kwargs)[0], **_fresh(args, kwargs)[1])
     rerun = graph.run(*copy.deepcopy([args[i] for i in arrays]), dispatcher=dispatcher)
-    if not _same(expected, rerun, options):
-        within = (
-            ""
-            if options.atol is None and options.rtol is None
-            else f" (beyond atol={options.atol}, rtol={options.rtol})"
-        )
-        raise _fail(
-            name, "test_trace",
-            f"re-running the traced graph gave a different result from calling the op{within}. "
-            "The op must be a function of its arguments (no hidden state or randomness); pass "
-            "atol=/rtol= when its kernels round differently from run to run.",
-        )  # fmt: skip
+    difference = _difference(expected, rerun, options)
+    if difference is not None:
+        _raise_different(name, check, difference, options)
 
 
 _CHECKS: Final[dict[str, Check]] = {
@@ -200,8 +201,19 @@ _CHECKS: Final[dict[str, Check]] = {
 }
 
 
+def _on_torch(args: Sequence[Any], kwargs: dict[str, Any]) -> bool:
+    """Whether a sample call passes torch tensors (then torch's checks and names apply)."""
+    return any(
+        callable(getattr(value, "stride", None)) and hasattr(value, "requires_grad")
+        for value in flat((tuple(args), kwargs))
+    )
+
+
 def _checks_to_run(
-    checks: Sequence[str] | None, test_utils: Sequence[str] | str | None, grad: bool
+    checks: Sequence[str] | None,
+    test_utils: Sequence[str] | str | None,
+    grad: bool,
+    on_torch: bool,
 ) -> tuple[str, ...]:
     if checks is not None and test_utils is not None:
         raise TypeError(
@@ -210,16 +222,23 @@ def _checks_to_run(
         )
     chosen = checks if checks is not None else test_utils
     if chosen is None:
-        return ALL_CHECKS + (tuple(GRAD_CHECKS) if grad else ())
+        extra = tuple(c for c in GRAD_CHECKS if grad and not (on_torch and c in TORCH_CHECKS))
+        return (TORCH_CHECKS if on_torch else ALL_CHECKS) + extra
     names = (chosen,) if isinstance(chosen, str) else tuple(chosen)
-    known = {**_CHECKS, **GRAD_CHECKS}
+    known = (*_CHECKS, *GRAD_CHECKS, *_TORCH_NAMES)
     unknown = [c for c in names if c not in known]
     if unknown:
         raise ValueError(
-            f"opcheck: unknown check {unknown[0]!r}. Each check is one of "
-            f"{', '.join(known)}. Pass a subset of those."
+            f"opcheck: unknown check {unknown[0]!r} (expected test_utils to be subset of "
+            f"{known}). Each check is one of {', '.join(known)}. Pass a subset of those."
         )
     return names
+
+
+def _check_function(check: str) -> Check:
+    if check in _TORCH_NAMES:  # torch's name of customop's trace check: failures say torch's
+        return functools.partial(_test_trace, check=check)
+    return _CHECKS.get(check) or GRAD_CHECKS[check]
 
 
 def opcheck(
@@ -238,7 +257,11 @@ def opcheck(
 
     Like ``torch.library.opcheck``. The default checks are test_schema,
     test_faketensor and test_trace; ``grad=True`` (gradients matter for this
-    op) adds test_autograd_registration and test_gradcheck.
+    op) adds test_autograd_registration and test_gradcheck. On torch tensors
+    the defaults are torch's four, under torch's names: test_schema,
+    test_autograd_registration (when an input requires grad),
+    test_faketensor (strides included) and test_aot_dispatch_dynamic, which is
+    customop's test_trace; ``test_utils`` takes either name.
 
     Args:
         op: The op (a CustomOpDef or OpOverload).
@@ -256,7 +279,9 @@ def opcheck(
         One entry per check: ``"SUCCESS"``, or the error when ``raise_exception`` is False.
 
     Raises:
-        OpCheckError: naming the op, the check and what went wrong.
+        OpCheckError: naming the op (``ns::name [ns.name.default]``, torch's way too),
+            the check and what went wrong.
+        ValueError: ``op`` is not a customop op, or a check's name is unknown.
 
     Examples:
         >>> import numpy as np
@@ -277,18 +302,18 @@ def opcheck(
         >>> _ = double.register_fake(lambda x: customop.new_empty(x, (1,)))
         >>> result = customop.opcheck(double, (np.ones(3),), raise_exception=False)
         >>> print(result["test_faketensor"])
-        opcheck(doccheck::double): test_faketensor failed: output 0 of the fake impl has
-        shape (1,) but the kernel's is (3,). Fix the fake impl (registered with
-        register_fake) to compute the kernel's metadata.
+        opcheck(doccheck::double [doccheck.double.default]): test_faketensor failed: output
+        0 of the fake impl has shape (1,) but the kernel's is (3,) (Shapes (3,) and (1,) are
+        not equal!). Fix the fake impl (registered with register_fake) to compute the
+        kernel's metadata.
     """
     name = str(_schema_of(op).name)
-    names = _checks_to_run(checks, test_utils, grad)
+    names = _checks_to_run(checks, test_utils, grad, _on_torch(args, kwargs or {}))
     options = CheckOptions(atol=atol, rtol=rtol)
     results: dict[str, Any] = {}
     for check in names:
-        run = _CHECKS.get(check) or GRAD_CHECKS[check]
         try:
-            run(op, name, args, dict(kwargs or {}), options)
+            _check_function(check)(op, name, args, dict(kwargs or {}), options)
         except OpCheckError as error:
             if raise_exception:
                 raise

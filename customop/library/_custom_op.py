@@ -36,6 +36,7 @@ from customop.library._lifetime import (
 )
 from customop.library._registered import remember_handle
 from customop.library._spellings import TagsLike, read_tags
+from customop.library._tagged import checked_returns
 from customop.ops import (
     OpDefinition,
     OpOverload,
@@ -240,7 +241,8 @@ class CustomOpDef(OpDefinition, Generic[P, R]):
         self._guard()
 
         def register(kernel: Callable[P, R]) -> Callable[P, R]:
-            handle = register_kernel_on(self._library, self._handle, device_types, kernel)
+            checked = checked_returns(kernel, self._schema, self._handle.tags)
+            handle = register_kernel_on(self._library, self._handle, device_types, checked)
             return remember_handle(kernel, handle)
 
         return register if fn is None else register(fn)
@@ -405,9 +407,12 @@ def _schema_of(
     from customop.schema import infer_schema_details  # noqa: PLC0415 - see above
 
     try:
-        details = infer_schema_details(fn, mutates_args=options.mutates_args, op_name=options.name)
+        details = infer_schema_details(
+            fn, mutates_args=options.mutates_args, op_name=options.name, tags=options.tags
+        )
     except SchemaError as error:  # name the op being defined, not only the function
-        raise SchemaError(f"custom_op {options.name!r}: {error}") from None
+        # The same class (an ExclusiveTagsError stays an AssertionError too).
+        raise type(error)(f"custom_op {options.name!r}: {error}") from None
     return details.schema, dict(details.choices)
 
 
@@ -431,7 +436,7 @@ def _define(
             old._replaced_by = source
             old._library.close()
         library = Library(schema.namespace, "FRAGMENT", dispatcher=dispatcher, source=source)
-        body = enum_kernel(fn, schema, choices)
+        body = checked_returns(enum_kernel(fn, schema, choices), schema, options.tags)
         try:
             kernels: dict[DispatchKey | str, Callable[..., Any]] = {key: body for key in keys}
             fn_name = getattr(fn, "__name__", "op")

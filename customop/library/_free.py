@@ -32,6 +32,7 @@ from customop.library._hooks import (
 from customop.library._library import Library
 from customop.library._registered import remember_handle
 from customop.library._spellings import TagsLike, read_tags
+from customop.library._tagged import tagged_kernels
 from customop.ops import canonical_dtypes, check_signature, operator_handle
 from customop.schema import FunctionSchema, parse_operator_name, parse_schema
 from customop.tensor import BUILTIN_DEVICES
@@ -96,7 +97,8 @@ def define(
     if lib is not None:
         return lib.define(parsed, tags=tags)
     target = default_dispatcher if dispatcher is None else dispatcher
-    return target.register_def(parsed, tags=read_tags(tags))
+    names = read_tags(tags)
+    return target.register_def(parsed, tags=names, kernels=tagged_kernels(parsed, names, None, api))
 
 
 def _impl_keys(dispatcher: Dispatcher, types: str | Sequence[str], api: str) -> list[DispatchKey]:

@@ -15,6 +15,7 @@ from customop.dispatch import dispatcher as default_dispatcher
 from customop.exceptions import RegistrationError
 from customop.library._fake_impl import refuse_fake_over_decomposition, remember_fake_impl
 from customop.library._registered import remember_handle
+from customop.library._tagged import fake_over_generated, is_generated_fake
 from customop.ops import canonical_dtypes, check_signature, operator_handle
 from customop.tensor import BUILTIN_DEVICES
 
@@ -160,7 +161,8 @@ def _fake_now(
     if _is_custom_op(op) and allow_override:
         return op.register_fake(fn)  # type: ignore[return-value]
     handle = operator_handle(op, _dispatcher(lib, dispatcher), api)
-    if not allow_override and handle.table_entry(DispatchKey.Fake).reason == "kernel":
+    top = handle._entry.top(DispatchKey.Fake)
+    if not allow_override and top is not None and not is_generated_fake(top.fn):
         raise RegistrationError(
             f"{api}: {str(handle.name)!r} already has a fake impl, and allow_override=False. "
             "Registering another would override it. Remove the first (customop.handle_of(fn)"
@@ -174,7 +176,8 @@ def _fake_now(
         registered = lib.register_fake(str(handle.name), fn)
     else:
         fake = canonical_dtypes(remember_fake_impl(fn, str(handle.name)), handle.schema)
-        registered = handle.dispatcher.register_impl(handle.name, DispatchKey.Fake, fake)
+        with fake_over_generated(handle.dispatcher, str(handle.name)):
+            registered = handle.dispatcher.register_impl(handle.name, DispatchKey.Fake, fake)
     return remember_handle(fn, registered)
 
 

@@ -23,6 +23,8 @@ from customop.dispatch import dispatcher as default_dispatcher
 from customop.exceptions import RegistrationError
 from customop.library._fake_impl import remember_fake_impl
 from customop.library._spellings import TagsLike, read_tags
+from customop.library._tagged import fake_over_generated, is_generated_fake, tagged_kernels
+from customop.library._torch_kernels import adapt_kernel
 from customop.ops import canonical_dtypes, check_signature
 from customop.schema import (
     FunctionSchema,
@@ -178,10 +180,12 @@ class Library:
             parsed = parsed.model_copy(update={"name": self._qualify(str(name), api)})
         elif name.namespace != self.ns:
             self._qualify(str(name), api)  # raises, naming both namespaces
+        tag_names = read_tags(tags)
         if kernels:
             kernels = {key: canonical_dtypes(fn, parsed) for key, fn in kernels.items()}
+        kernels = tagged_kernels(parsed, tag_names, kernels, api)  # inplace / out: a fake too
         handle = self.dispatcher.register_def(
-            parsed, tags=read_tags(tags), source=source, kernels=kernels, kernel_hint=kernel_hint
+            parsed, tags=tag_names, source=source, kernels=kernels, kernel_hint=kernel_hint
         )
         self._handles.append(handle)
         return handle
@@ -237,7 +241,12 @@ class Library:
         if not allow_override:
             self._refuse_override(op, key, api)
         kernel = _keyset_kernel(fn) if with_keyset else self._checked(op, fn, key, api)
-        handle = self.dispatcher.register_impl(op, key, kernel, boxed=with_keyset, source=source)
+        adapted = None if with_keyset else adapt_kernel(kernel, key, fn)  # torch's conventions
+        boxed = with_keyset or adapted is not None
+        with fake_over_generated(self.dispatcher, str(op), key):
+            handle = self.dispatcher.register_impl(
+                op, key, kernel if adapted is None else adapted, boxed=boxed, source=source
+            )
         self._handles.append(handle)
         return handle
 
@@ -250,7 +259,8 @@ class Library:
     def _refuse_override(self, op: OperatorName, key: DispatchKey | None, api: str) -> None:
         found = self.dispatcher.find_op(str(op))
         target = DispatchKey.CompositeImplicitAutograd if key is None else key
-        if found is not None and found._entry.top(target) is not None:
+        top = None if found is None else found._entry.top(target)
+        if top is not None and not is_generated_fake(top.fn):  # a generated fake gives way
             raise RegistrationError(
                 f"{api}: {str(op)!r} already has a kernel for {target.name!r}, and "
                 "allow_override=False. Registering another would override it. Remove the first "
@@ -293,7 +303,8 @@ class Library:
         if not allow_override:
             self._refuse_override(op, DispatchKey.Fake, api)
         fake = self._checked(op, remember_fake_impl(fn, str(op)), DispatchKey.Fake, api)
-        handle = self.dispatcher.register_impl(op, DispatchKey.Fake, fake)
+        with fake_over_generated(self.dispatcher, str(op)):
+            handle = self.dispatcher.register_impl(op, DispatchKey.Fake, fake)
         self._handles.append(handle)
         return handle
 

@@ -12,23 +12,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, TypeAlias
 
-from customop.schema import MutatesArgs
+from customop.schema import MutatesArgs, is_torch_tag, tag_name
 
 __all__ = ["TagsLike", "read_mutates_args", "read_tags", "tag_name"]
 
 #: A tag, or several: a str, a ``torch.Tag`` (read by its name), or an iterable of them.
 TagsLike: TypeAlias = Any
-
-
-def _is_torch_tag(value: object) -> bool:
-    # Recognised by type name, so `import customop` never imports torch.
-    kind = type(value)
-    return kind.__name__ == "Tag" and kind.__module__.partition(".")[0] == "torch"
-
-
-def tag_name(value: object) -> object:
-    """A ``torch.Tag`` as its name (``torch.Tag.pointwise`` -> ``"pointwise"``); others as given."""
-    return value.name if _is_torch_tag(value) else value  # type: ignore[attr-defined]
 
 
 def read_tags(tags: TagsLike) -> tuple[Any, ...]:
@@ -39,7 +28,7 @@ def read_tags(tags: TagsLike) -> tuple[Any, ...]:
     """
     if tags is None:
         return ()
-    if isinstance(tags, str) or _is_torch_tag(tags):
+    if isinstance(tags, str) or is_torch_tag(tags):
         return (tag_name(tags),)
     if not isinstance(tags, Iterable):
         return (tags,)

@@ -42,15 +42,31 @@ from customop.schema._clip import clip_repr as clip_repr
 from customop.schema._clip import close_matches as close_matches
 from customop.schema._defaults import SCALAR_TYPE_CODES as SCALAR_TYPE_CODES
 from customop.schema._model import tensor_kind as tensor_kind
+from customop.schema._tags import INPLACE as INPLACE
+from customop.schema._tags import OUT as OUT
+from customop.schema._tags import AliasingTag as AliasingTag
+from customop.schema._tags import aliasing_tag as aliasing_tag
+from customop.schema._tags import check_tagged_schema as check_tagged_schema
+from customop.schema._tags import is_torch_tag as is_torch_tag
+from customop.schema._tags import tag_name as tag_name
+from customop.schema._tags import torch_spelling as torch_spelling
 
 __internal__ = (
+    "INPLACE",
+    "OUT",
     "SCALAR_TYPE_CODES",
+    "AliasingTag",
     "add_built_in",
+    "aliasing_tag",
+    "check_tagged_schema",
     "clip",
     "clip_repr",
     "close_matches",
+    "is_torch_tag",
     "load_lazily",
+    "tag_name",
     "tensor_kind",
+    "torch_spelling",
 )
 
 __all__ = [

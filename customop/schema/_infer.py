@@ -31,6 +31,7 @@ from customop.schema._infer_signature import (
     resolve_hints,
 )
 from customop.schema._infer_table import RULES, Choices, add_annotation
+from customop.schema._infer_tags import tagged_returns
 from customop.schema._infer_walk import (
     FORMS,
     Shape,
@@ -44,6 +45,7 @@ from customop.schema._infer_walk import (
 from customop.schema._model import Argument, FunctionSchema, OperatorName, Return
 from customop.schema._mutates import MutatesArgs
 from customop.schema._parser import parse_operator_name
+from customop.schema._tags import aliasing_tag
 from customop.schema._types import TupleType, is_identifier
 
 __all__ = [
@@ -355,6 +357,7 @@ def infer_schema_details(
     *,
     mutates_args: Iterable[str] | MutatesArgs,
     op_name: str | None = None,
+    tags: Iterable[object] = (),
 ) -> InferredSchema:
     """`infer_schema`, plus the allowed values of ``Literal`` and ``Enum`` parameters.
 
@@ -362,14 +365,18 @@ def infer_schema_details(
         fn: the typed function.
         mutates_args: the parameters ``fn`` writes to, or `MutatesArgs.UNKNOWN`.
         op_name: the operator's name, or None for an anonymous schema.
+        tags: the op's tags (str or ``torch.Tag``); ``inplace`` and ``out`` alias
+            the returns to the mutated arguments.
 
     Returns:
         The schema and the allowed values per parameter.
 
     Raises:
-        SchemaError: a parameter's annotation has no schema type.
+        SchemaError: a parameter's annotation has no schema type, or the
+            function does not fit its ``inplace`` / ``out`` tag.
     """
     function = str(getattr(fn, "__qualname__", None) or repr(fn))
+    tag = aliasing_tag(tags, "infer_schema")
     mutates = _mutates(mutates_args, function)
     name = _operator_name(op_name)
     sig = read_signature(fn)
@@ -384,10 +391,15 @@ def infer_schema_details(
         arguments.append(argument)
         if choice is not None:
             choices[param.name] = choice
+    returns = _memo_returns(hints.get("return", sig.returns), function)
+    if tag is not None:
+        returns = tagged_returns(
+            function, tag, sig.params, tuple(arguments), returns, mutates=mutates
+        )
     values = {
         "name": name,
         "arguments": _shared_arguments(arguments),
-        "returns": _memo_returns(hints.get("return", sig.returns), function),
+        "returns": returns,
         "is_vararg": False,
         "is_varret": False,
     }
@@ -399,6 +411,7 @@ def infer_schema(
     *,
     mutates_args: Iterable[str] | MutatesArgs,
     op_name: str | None = None,
+    tags: object = (),
 ) -> FunctionSchema:
     """The schema of ``fn``, read from its type hints, as ``torch.library.infer_schema`` does.
 
@@ -409,6 +422,8 @@ def infer_schema(
     ``source`` style) as torch's text; customop also infers ``Tensor[]?``,
     ``str[]``, ``list[list[int]]`` and ``Literal``/``Enum`` (as ``str``). Raises
     `SchemaError` (a ``ValueError``) naming the parameter and the fix otherwise.
+    ``tags`` (a tag or several, str or ``torch.Tag``) with ``inplace`` or ``out``
+    aliases the returns to the mutated arguments, as torch's ``tags=`` does.
 
     >>> import numpy
     >>> def scale(x: numpy.ndarray, alpha: float = 1.0) -> numpy.ndarray: ...
@@ -419,14 +434,22 @@ def infer_schema(
         fn: the typed function.
         mutates_args: the parameters ``fn`` writes to, or `MutatesArgs.UNKNOWN`.
         op_name: the operator's name, or None for an anonymous schema.
+        tags: a tag or a sequence of tags; ``inplace`` / ``out`` (or
+            ``torch.Tag.inplace`` / ``torch.Tag.out``) alias the returns.
 
     Returns:
         The schema.
 
     Raises:
-        SchemaError: a parameter's annotation has no schema type.
+        SchemaError: a parameter's annotation has no schema type, or the
+            function does not fit its ``inplace`` / ``out`` tag.
+        ExclusiveTagsError: both ``inplace`` and ``out`` are given.
     """
-    return infer_schema_details(fn, mutates_args=mutates_args, op_name=op_name).schema
+    tag_list = tags if isinstance(tags, Iterable) and not isinstance(tags, str) else (tags,)
+    details = infer_schema_details(
+        fn, mutates_args=mutates_args, op_name=op_name, tags=() if tags is None else tag_list
+    )
+    return details.schema
 
 
 def register_annotation(annotation: object, schema_type: str) -> Callable[[], None]:

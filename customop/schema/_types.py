@@ -91,6 +91,16 @@ class AliasInfo(Frozen):
         return self
 
     @property
+    def before_set(self) -> frozenset[str]:
+        """The before set as a set (torch's ``AliasInfo.before_set``)."""
+        return frozenset(self.before)
+
+    @property
+    def after_set(self) -> frozenset[str]:
+        """The after set as a set (torch's ``AliasInfo.after_set``)."""
+        return frozenset(self.after)
+
+    @property
     def is_wildcard(self) -> bool:
         """Whether the annotation uses the ``*`` wildcard set (may alias anything)."""
         return WILDCARD in self.before or WILDCARD in self.after

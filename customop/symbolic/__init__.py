@@ -14,12 +14,16 @@ from customop.symbolic._symint import sym_min
 # Internal API: the names sibling packages may import from this one's private
 # modules (tests/test_layers.py checks every import against this list).
 from customop.symbolic._ops import bounds as bounds
+from customop.symbolic._symint import TORCH_FUNCTION as TORCH_FUNCTION
 from customop.symbolic._symint import IntLike as IntLike
 from customop.symbolic._symint import as_int as as_int
+from customop.symbolic._symint import torch_function_hook as torch_function_hook
 
 __internal__ = (
     "IntLike",
+    "TORCH_FUNCTION",
     "as_int",
+    "torch_function_hook",
     "bounds",
 )
 

@@ -38,8 +38,8 @@ from __future__ import annotations
 import math
 import sys
 import threading
-from collections.abc import Mapping
-from typing import TypeAlias, final
+from collections.abc import Callable, Mapping
+from typing import Any, Final, TypeAlias, final
 
 from customop.symbolic._expr import INF, Bound, Expr, Symbol
 from customop.symbolic._facts import Facts
@@ -82,6 +82,29 @@ def _end(bound: Bound) -> int | None:
     return None if math.isinf(bound) else int(bound)
 
 
+#: What torch's functions do with customop's objects among their arguments: set by
+#: ``customop.tensor`` (a layer up), which fakes them (`customop.tensor._fake_torch`).
+TORCH_FUNCTION: list[Callable[[Any, tuple[Any, ...], dict[str, Any] | None], Any]] = []
+
+
+def _torch_function(
+    cls: type,
+    func: Any,
+    types: tuple[Any, ...],
+    args: tuple[Any, ...] = (),
+    kwargs: dict[str, Any] | None = None,
+) -> Any:
+    # torch calls this for any of its functions given an object whose class has it.
+    if not TORCH_FUNCTION:
+        return NotImplemented
+    return TORCH_FUNCTION[0](func, args, kwargs)
+
+
+#: ``__torch_function__`` of customop's classes that torch code passes to torch's functions
+#: (SymInt here; the tensor layer's dtype, Device and FakeTensor): one definition for all.
+torch_function_hook: Final[Any] = classmethod(_torch_function)
+
+
 @final
 class SymInt:
     """A symbolic integer: a size symbol (``s0``) or an expression of them (``2*s0 + 1``).
@@ -94,6 +117,9 @@ class SymInt:
 
     # numpy scalars defer to SymInt's reflected operators (np.int64(2) * s0).
     __array_ufunc__ = None
+
+    # A torch function given a SymInt (torch.empty((s0, 3)) in a fake impl) makes a fake.
+    __torch_function__ = torch_function_hook
 
     _expr: Expr
 

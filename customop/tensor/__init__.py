@@ -58,6 +58,9 @@ from customop.tensor._ctx import FakeImplCtx as FakeImplCtx
 from customop.tensor._ctx import get_ctx as get_ctx
 from customop.tensor._dtype import DTYPES as DTYPES
 from customop.tensor._dtype import to_dtype as to_dtype
+from customop.tensor._fake_layout import dense_like as dense_like
+from customop.tensor._fake_layout import real_strides as real_strides
+from customop.tensor._fake_layout import significant_mismatch as significant_mismatch
 from customop.tensor._factory import PLAIN_FAKE_FACTORIES as PLAIN_FAKE_FACTORIES
 
 __internal__ = (
@@ -70,7 +73,10 @@ __internal__ = (
     "add_adapter",
     "assumptions_about",
     "numpy_empty",
+    "dense_like",
     "get_ctx",
+    "real_strides",
+    "significant_mismatch",
     "to_dtype",
 )
 

@@ -22,6 +22,7 @@ __all__ = [
     "FAKE_IMPL_CODES",
     "FakeImplCtx",
     "get_ctx",
+    "in_fake_impl",
     "running_fake_impl",
 ]
 
@@ -84,7 +85,16 @@ _MAX_DEPTH: Final = 32
 
 def running_fake_impl() -> str | None:
     """The op whose fake impl is running (a caller of the caller of this), or None."""
-    frame: FrameType | None = sys._getframe(2)
+    return _running_fake_impl(3)
+
+
+def in_fake_impl() -> bool:
+    """Whether a registered fake impl is among the callers (a few frames up)."""
+    return _running_fake_impl(3) is not None
+
+
+def _running_fake_impl(depth: int = 2) -> str | None:
+    frame: FrameType | None = sys._getframe(depth)
     for _ in range(_MAX_DEPTH):
         if frame is None:
             return None

@@ -13,6 +13,7 @@ import re
 from typing import Any, Final, NoReturn, Protocol, TypeAlias, final
 
 from customop.schema import add_built_in
+from customop.symbolic import torch_function_hook
 
 __all__ = ["Device", "DeviceLike", "HasDeviceType", "to_device"]
 
@@ -73,6 +74,10 @@ class Device:
         if not isinstance(other, Device):
             return NotImplemented
         return self._type == other._type and self._index == other._index
+
+    # torch's functions given a customop Device (torch.empty(n, device=x.device)) make a
+    # fake in a fake impl, else run with torch's device.
+    __torch_function__ = torch_function_hook
 
     def __hash__(self) -> int:
         return hash((self._type, self._index))

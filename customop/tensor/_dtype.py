@@ -19,6 +19,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeAlias, final
 
 from customop.schema import SCALAR_TYPE_CODES, add_built_in
+from customop.symbolic import torch_function_hook
 
 __all__ = [
     "DTYPES",
@@ -190,6 +191,10 @@ class dtype:  # noqa: N801 -- named like torch.dtype / numpy.dtype on purpose (s
             return False  # ambiguous between torch and numpy names: see the class docstring
         found = _convert(other)
         return found is self if found is not None else NotImplemented
+
+    # torch's functions given a customop dtype (torch.empty(n, dtype=x.dtype)) make a
+    # fake in a fake impl, else run with torch's dtype.
+    __torch_function__ = torch_function_hook
 
     def __hash__(self) -> int:
         return hash(self._name)

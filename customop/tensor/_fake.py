@@ -23,21 +23,23 @@ does); which backend a kernel targets is decided by real arrays only.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Final, NoReturn, TypeAlias, overload
+from typing import Any, Final, NoReturn, TypeAlias, overload
 
-from customop.symbolic import IntLike, SymInt, as_int, bounds
+from customop.symbolic import TORCH_FUNCTION, IntLike, SymInt, as_int, bounds, torch_function_hook
 from customop.tensor._device import Device, DeviceLike, to_device
 from customop.tensor._dtype import DTypeLike, dtype, float32, to_dtype
 from customop.tensor._fake_data import FakeTensorData
+from customop.tensor._fake_math import FakeTensorMath
 from customop.tensor._fake_methods import FakeTensorMethods
+from customop.tensor._fake_reduce import FakeTensorReduce
 
-__all__ = ["FOREIGN_SIZES", "FakeTensor", "ShapeLike", "to_shape"]
+__all__ = ["FOREIGN_SIZES", "FakeTensor", "ShapeLike", "to_shape", "torch_function"]
 
 #: What APIs taking a shape accept: one size, or an iterable of sizes (ints or SymInts).
 ShapeLike: TypeAlias = IntLike | Iterable[IntLike]
 
 
-class FakeTensor(FakeTensorMethods, FakeTensorData):
+class FakeTensor(FakeTensorMethods, FakeTensorMath, FakeTensorReduce, FakeTensorData):
     """An array without data: ``FakeTensor((s0, 3), customop.float32, "cuda:1")``.
 
     ``shape`` entries are ints >= 0 or `SymInt`s; ``dtype`` is anything
@@ -53,11 +55,14 @@ class FakeTensor(FakeTensorMethods, FakeTensorData):
     (``int(x[0])``, ``np.add(x, 1)``, ``x + 1``) raises, as `FakeTensorData` says.
     """
 
-    __slots__ = ("_device", "_dtype", "_shape")
+    # _strides is set only on a fake laid out otherwise than row-major: the fakes fake
+    # impls make by the million never set it (see `stride`).
+    __slots__ = ("_device", "_dtype", "_shape", "_strides")
 
     _device: Device
     _dtype: dtype
     _shape: tuple[IntLike, ...]
+    _strides: tuple[IntLike, ...]
 
     def __init__(
         self, shape: ShapeLike, dtype: DTypeLike = float32, device: DeviceLike = "cpu"
@@ -152,6 +157,25 @@ class FakeTensor(FakeTensorMethods, FakeTensorData):
             )
         return index % ndim
 
+    # torch's functions on fakes (torch.cat, torch.empty_like, ...): see
+    # customop.tensor._fake_torch. torch calls in; customop never imports torch.
+    __torch_function__ = torch_function_hook
+
+    def __getattr__(self, name: str) -> Any:
+        # Reached only for names the fake lacks: its unset _strides slot (a contiguous
+        # fake), or a torch method customop does not fake, named in the error.
+        if name == "_strides":
+            return None
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise AttributeError(
+            f"FakeTensor: Tensor.{name} is not supported on customop fakes. A fake has only "
+            "shape, dtype, device and strides, and fakes torch's metadata methods (clone, view, "
+            "reshape, transpose, expand, sum, sin, +, *, to, new_empty, ...). Compute the "
+            "output's shape and make it with x.new_empty(shape), or use "
+            "customop.get_ctx().new_dynamic_size() for a data-dependent size."
+        )
+
     def __array__(self, *args: object, **kwargs: object) -> NoReturn:
         raise TypeError(
             f"FakeTensor: {self!r} has no data to convert to a numpy array. Fake tensors carry "
@@ -216,3 +240,14 @@ def _raise_bad_shape(api: str, shape: object) -> NoReturn:
         f"{api}: shape {shape!r} is not a size or a sequence of sizes. A shape lists each "
         "dimension's size. Pass a tuple of ints and SymInts, such as (s0, 3), or one int."
     )
+
+
+def torch_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> Any:
+    """torch's ``func`` on customop arguments (fakes, dtypes, devices, SymInts): see
+    `customop.tensor._fake_torch`, loaded on the first such call."""
+    from customop.tensor._fake_torch import torch_function as run  # noqa: PLC0415 -- imports this
+
+    return run(func, args, kwargs)
+
+
+TORCH_FUNCTION.append(torch_function)

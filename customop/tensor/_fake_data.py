@@ -16,7 +16,7 @@ from typing import Any, Final, NoReturn
 
 from customop.exceptions import DataDependentError
 
-__all__ = ["FakeTensorData"]
+__all__ = ["FakeTensorData", "refuse_compute"]
 
 
 def _running_op() -> str | None:
@@ -37,7 +37,7 @@ def _refuse_read(fake: object, what: str) -> NoReturn:
     )
 
 
-def _refuse_compute(fake: object, what: str) -> NoReturn:
+def refuse_compute(fake: object, what: str) -> NoReturn:
     op = _running_op()
     where = "" if op is None else f" (in the fake impl of {op})"
     raise TypeError(
@@ -55,10 +55,10 @@ class FakeTensorData:
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> NoReturn:
         suffix = "" if method == "__call__" else f".{method}"
-        _refuse_compute(self, f"numpy.{ufunc.__name__}{suffix}")
+        refuse_compute(self, f"numpy.{ufunc.__name__}{suffix}")
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> NoReturn:
-        _refuse_compute(self, f"numpy.{func.__name__}")
+        refuse_compute(self, f"numpy.{func.__name__}")
 
     def __int__(self) -> NoReturn:
         _refuse_read(self, "int()")
@@ -86,7 +86,7 @@ class FakeTensorData:
 
 def _refusing(how: str) -> Callable[..., NoReturn]:
     def method(self: FakeTensorData, *other: Any) -> NoReturn:
-        _refuse_compute(self, how)
+        refuse_compute(self, how)
 
     return method
 

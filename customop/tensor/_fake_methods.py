@@ -7,9 +7,13 @@ guard on a size (``reshape`` needs equal element counts, ``expand`` needs
 equal sizes), an undecided condition is assumed with `check` and recorded;
 a decided False one raises.
 
-A fake has no memory layout: ``stride()`` gives the contiguous (row-major)
-strides of its shape, ``is_contiguous()`` is True, and views (``transpose``,
-``expand``, ...) are new contiguous fakes of the view's shape.
+A fake carries torch's strides (`customop.tensor._fake_layout`): contiguous
+unless made otherwise, and views (``transpose``, ``expand``, ``x[::2]``, ...)
+get the strides torch's views would have. ``reshape`` and ``view`` give
+contiguous fakes. The arithmetic, reductions and conversions fake impls call
+(``x * 2``, ``x.sum(0)``, ``x.to(torch.float16)``) are in
+`customop.tensor._fake_math`; torch's functions (``torch.cat``) reach fakes
+through ``FakeTensor.__torch_function__`` (`customop.tensor._fake_torch`).
 
 Views are not recorded by `customop.trace`: call these in fake impls, not on
 the values of a traced function.
@@ -21,15 +25,24 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Final, NoReturn
 
-from customop.symbolic import IntLike, SymBool, SymInt, as_int, sym_max, sym_min
+from customop.symbolic import (
+    IntLike,
+    SymBool,
+    SymInt,
+    as_int,
+    sym_max,
+    sym_min,
+    torch_function_hook,
+)
 from customop.tensor._check import check
-from customop.tensor._device import Device, DeviceLike
+from customop.tensor._device import DeviceLike
 from customop.tensor._dtype import DTypeLike, dtype
+from customop.tensor._fake_layout import FakeFields, Strides, is_contiguous
 
 if TYPE_CHECKING:
     from customop.tensor._fake import FakeTensor
 
-__all__ = ["FakeTensorMethods", "check_layout", "element_size"]
+__all__ = ["STRIDED", "FakeTensorMethods", "check_layout", "element_size"]
 
 _BITS: Final = re.compile(r"\d+")
 
@@ -42,6 +55,18 @@ def element_size(kind: dtype) -> int:
 
 #: torch's spellings of the one layout customop has: dense, strided arrays.
 _STRIDED: Final = frozenset({"strided", "torch.strided"})
+
+
+class _Strided(str):
+    """``"strided"``, which torch's functions hand to customop (``__torch_function__``)."""
+
+    __slots__ = ()
+
+    __torch_function__ = torch_function_hook
+
+
+#: A fake's ``layout``: the str ``"strided"``, that torch's factories also accept.
+STRIDED: Final = _Strided("strided")
 
 
 def check_layout(layout: object, api: str) -> None:
@@ -64,23 +89,10 @@ def _decided(cond: bool | SymBool) -> bool | None:
     return cond.decided if isinstance(cond, SymBool) else bool(cond)
 
 
-class FakeTensorMethods:
+class FakeTensorMethods(FakeFields):
     """Metadata methods of `FakeTensor` (a mixin: FakeTensor holds the slots)."""
 
     __slots__ = ()
-
-    if TYPE_CHECKING:
-        _shape: tuple[IntLike, ...]
-        _dtype: dtype
-        _device: Device
-
-        def _dim_index(self, dim: object, api: str) -> int: ...
-        def numel(self) -> IntLike: ...
-
-    def _view(self, shape: tuple[IntLike, ...]) -> FakeTensor:
-        from customop.tensor._fake import FakeTensor  # noqa: PLC0415 -- _fake imports this module
-
-        return FakeTensor._new(shape, self._dtype, self._device)
 
     # -- new tensors -----------------------------------------------------------------
 
@@ -125,28 +137,25 @@ class FakeTensorMethods:
 
     @property
     def layout(self) -> str:
-        """``"strided"``: fakes are dense arrays (torch's ``torch.strided``)."""
-        return "strided"
+        """``"strided"``: fakes are dense arrays (torch's ``torch.strided``, which torch's
+        factories read it as: ``torch.empty(n, layout=x.layout)`` works in a fake impl)."""
+        return STRIDED
 
     def stride(self, dim: int | None = None) -> Any:
-        """The contiguous strides of the shape (in elements), or dimension ``dim``'s."""
-        strides: list[IntLike] = []
-        step: IntLike = 1
-        for size in reversed(self._shape):
-            strides.append(step)
-            # torch multiplies by max(size, 1); a symbolic size is taken as >= 1 to keep
-            # the strides readable (a size-0 tensor's strides are never used).
-            step = step * (size if isinstance(size, SymInt) else max(size, 1))
-        result = tuple(reversed(strides))
+        """The strides (in elements), or dimension ``dim``'s: contiguous unless made otherwise."""
+        result = self._layout()
         return result if dim is None else result[self._dim_index(dim, "FakeTensor.stride")]
 
     def is_contiguous(self, memory_format: object = None) -> bool:
-        """True: a fake is laid out contiguously (it has no memory to be otherwise)."""
-        return True
+        """Whether the strides are row-major (size-1 dimensions aside, as in torch)."""
+        own: Strides | None = getattr(self, "_strides", None)
+        return own is None or is_contiguous(self._shape, own)
 
     def contiguous(self, memory_format: object = None) -> FakeTensor:
-        """This fake itself (it is contiguous already)."""
-        return self  # type: ignore[return-value]  # a mixin of FakeTensor only
+        """This fake itself when contiguous, else a contiguous fake of the same shape."""
+        if self.is_contiguous():
+            return self  # type: ignore[return-value]  # a mixin of FakeTensor only
+        return self._view(self._shape)
 
     def element_size(self) -> int:
         """Bytes per element of the dtype."""
@@ -202,32 +211,40 @@ class FakeTensorMethods:
             _bad("expand", f"sizes {target!r} have fewer dimensions than the shape")
         lead = len(target) - len(self._shape)
         result: list[IntLike] = list(target[:lead])
-        for old, new in zip(self._shape, target[lead:], strict=True):
+        strides: list[IntLike] = [0] * lead  # new leading dimensions repeat: stride 0
+        for old, new, stride in zip(self._shape, target[lead:], self._layout(), strict=True):
             if isinstance(new, int) and new == -1:
                 result.append(old)
+                strides.append(stride)
             elif isinstance(old, int) and old == 1:
                 result.append(new)
+                strides.append(stride if isinstance(new, int) and new == 1 else 0)
             else:
                 if _decided(old == new) is False:
                     _bad("expand", f"size {old} cannot expand to {new} (only a size 1 can)")
                 check(old == new)
                 result.append(new)
-        return self._view(tuple(result))
+                strides.append(stride)
+        return self._view(tuple(result), tuple(strides))
 
     def transpose(self, dim0: int, dim1: int) -> FakeTensor:
-        """Dimensions ``dim0`` and ``dim1`` swapped."""
-        shape = list(self._shape)
+        """Dimensions ``dim0`` and ``dim1`` swapped (their strides too)."""
+        order = list(range(len(self._shape)))
         a = self._dim_index(dim0, "FakeTensor.transpose")
         b = self._dim_index(dim1, "FakeTensor.transpose")
-        shape[a], shape[b] = shape[b], shape[a]
-        return self._view(tuple(shape))
+        order[a], order[b] = order[b], order[a]
+        return self._permuted(order)
 
     def permute(self, *dims: Any) -> FakeTensor:
         """Dimensions reordered: result dimension ``i`` is input dimension ``dims[i]``."""
         order = [self._dim_index(d, "FakeTensor.permute") for d in _sizes("permute", dims)]
         if sorted(order) != list(range(len(self._shape))):
             _bad("permute", f"dims {dims!r} are not a permutation of {len(self._shape)} dims")
-        return self._view(tuple(self._shape[i] for i in order))
+        return self._permuted(order)
+
+    def _permuted(self, order: list[int]) -> FakeTensor:
+        strides = self._layout()
+        return self._view(tuple(self._shape[i] for i in order), tuple(strides[i] for i in order))
 
     def unsqueeze(self, dim: int) -> FakeTensor:
         """A size-1 dimension inserted at ``dim`` (in ``[-ndim-1, ndim]``)."""
@@ -236,7 +253,13 @@ class FakeTensorMethods:
         if index is None or not -ndim <= index < ndim:
             _bad("unsqueeze", f"dim {dim!r} is out of range [-{ndim}, {ndim})")
         index %= ndim
-        return self._view((*self._shape[:index], 1, *self._shape[index:]))
+        strides = self._layout()
+        # torch's stride for the new dimension: that of the one it is put before, times its size.
+        new = strides[index] * self._shape[index] if index < len(strides) else 1
+        return self._view(
+            (*self._shape[:index], 1, *self._shape[index:]),
+            (*strides[:index], new, *strides[index:]),
+        )
 
     def squeeze(self, dim: int | None = None) -> FakeTensor:
         """Size-1 dimensions removed (only ``dim``, when given). A symbolic size is
@@ -247,7 +270,8 @@ class FakeTensorMethods:
             index = self._dim_index(dim, "FakeTensor.squeeze")
             one = _decided(self._shape[index] == 1) is True
             keep = [i for i in range(len(self._shape)) if i != index or not one]
-        return self._view(tuple(self._shape[i] for i in keep))
+        strides = self._layout()
+        return self._view(tuple(self._shape[i] for i in keep), tuple(strides[i] for i in keep))
 
     def __iter__(self) -> Iterator[FakeTensor]:
         """The fakes ``x[0], x[1], ...`` along a concrete first dimension."""
@@ -265,16 +289,21 @@ class FakeTensorMethods:
         if used > len(self._shape):
             _bad("__getitem__", f"{used} indices for a {len(self._shape)}-d fake")
         shape: list[IntLike] = []
+        strides: list[IntLike] = []
+        old = self._layout()
         dim = 0
         for item in items:
             if item is None:
                 shape.append(1)
+                strides.append(old[dim] * self._shape[dim] if dim < len(old) else 1)
             elif item is Ellipsis:
                 skip = len(self._shape) - used
                 shape.extend(self._shape[dim : dim + skip])
+                strides.extend(old[dim : dim + skip])
                 dim += skip
             elif isinstance(item, slice):
                 shape.append(_slice_length(item, self._shape[dim]))
+                strides.append(old[dim] * (1 if item.step is None else item.step))
                 dim += 1
             elif as_int(item) is not None or isinstance(item, SymInt):
                 _check_index(item, self._shape[dim], dim)
@@ -283,7 +312,8 @@ class FakeTensorMethods:
                 _bad("__getitem__", f"index {item!r} is not an int, slice, None or ...; advanced "
                      "(array or bool) indexing depends on data, so use an op")  # fmt: skip
         shape.extend(self._shape[dim:])
-        return self._view(tuple(shape))
+        strides.extend(old[dim:])
+        return self._view(tuple(shape), tuple(strides))
 
 
 def _check_index(index: IntLike, size: IntLike, dim: int) -> None:

@@ -10,6 +10,7 @@ This package imports torch (at module level: it is only ever imported on
 purpose); ``import customop`` never imports it.
 """
 
+from customop.torch import _opcheck as _opcheck  # torch.library.opcheck takes customop ops
 from customop.torch._register import register
 
 __all__ = ["register"]

@@ -46,7 +46,8 @@ def test_a_missing_formula_fails_with_the_fix(dispatcher: Dispatcher) -> None:
     with pytest.raises(OpCheckError) as info:
         opcheck(_inference_op(dispatcher), (X,), grad=True)
     assert str(info.value) == (
-        "opcheck(oc::double): test_autograd_registration failed: oc::double has float tensor "
+        "opcheck(oc::double [oc.double.default]): test_autograd_registration failed: "
+        "oc::double has float tensor "
         "inputs and a kernel for CompositeExplicitAutograd, but no autograd formula and no "
         "CompositeImplicitAutograd kernel, so no gradient can flow through it. Register a "
         "formula with register_autograd(backward, setup_context=...), or, for an op meant "
@@ -83,7 +84,8 @@ def test_a_wrong_formula_fails_test_gradcheck(nn: SimpleNamespace) -> None:
     error = results["test_gradcheck"]
     assert isinstance(error, OpCheckError)
     assert str(error).startswith(
-        "opcheck(nn::square_wrong): test_gradcheck failed: gradcheck: the gradient of input "
+        "opcheck(nn::square_wrong [nn.square_wrong.default]): test_gradcheck failed: gradcheck: "
+        "the gradient of input "
         "'x' does not match finite differences"
     )
 

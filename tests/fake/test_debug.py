@@ -20,9 +20,10 @@ def test_undeclared_mutation_is_caught(dispatcher: Dispatcher) -> None:
     with debug_checks(), pytest.raises(DebugCheckError) as excinfo:
         sneaky(np.zeros(2))
     assert str(excinfo.value) == (
-        "dbg::sneaky: argument 'x' was mutated, but the schema does not declare it. Callers "
-        "and tracing assume unannotated inputs are unchanged. Annotate it as written, e.g. "
-        "Tensor(a!) x (mutates_args=['x']), or copy it in the kernel."
+        "dbg::sneaky: argument 'x' was mutated, but the schema does not declare it (Argument "
+        "x is not defined as mutable but was mutated). Callers and tracing assume unannotated "
+        "inputs are unchanged. Annotate it as written, e.g. Tensor(a!) x (mutates_args=['x']), "
+        "or copy it in the kernel."
     )
 
 

@@ -65,9 +65,9 @@ def test_fake_impl_with_the_wrong_shape(dispatcher: Dispatcher) -> None:
     with pytest.raises(OpCheckError) as excinfo:
         opcheck(total, (X,), checks=["test_faketensor"])
     assert str(excinfo.value) == (
-        "opcheck(oc::total): test_faketensor failed: output 0 of the fake impl has shape (2, 3) "
-        "but the kernel's is (3,). Fix the fake impl (registered with register_fake) to "
-        "compute the kernel's metadata."
+        "opcheck(oc::total [oc.total.default]): test_faketensor failed: output 0 of the fake "
+        "impl has shape (2, 3) but the kernel's is (3,) (Shapes (3,) and (2, 3) are not equal!)"
+        ". Fix the fake impl (registered with register_fake) to compute the kernel's metadata."
     )
 
 

@@ -6,6 +6,7 @@ import pytest
 
 from customop.dispatch import Dispatcher
 from customop.library import Ops
+from customop.tensor import install_backends
 
 
 @pytest.fixture
@@ -16,3 +17,11 @@ def dispatcher() -> Dispatcher:
 @pytest.fixture
 def ops(dispatcher: Dispatcher) -> Ops:
     return Ops(dispatcher)
+
+
+@pytest.fixture
+def d() -> Dispatcher:
+    """A fresh dispatcher that knows torch tensors and fakes, as customop.dispatcher does."""
+    dispatcher = Dispatcher()
+    install_backends(dispatcher)
+    return dispatcher
