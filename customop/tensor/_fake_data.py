@@ -16,7 +16,7 @@ from typing import Any, Final, NoReturn
 
 from customop.exceptions import DataDependentError
 
-__all__ = ["FakeTensorData", "refuse_compute"]
+__all__ = ["OPERATOR_WORDS", "FakeTensorData", "refuse_compute"]
 
 
 def _running_op() -> str | None:
@@ -103,3 +103,12 @@ for _name, _symbol in _BINARY:
 for _name, _how in (("neg", "the unary - operator"), ("pos", "the unary + operator"),
                     ("abs", "abs()"), ("invert", "the ~ operator")):  # fmt: skip
     setattr(FakeTensorData, f"__{_name}__", _refusing(_how))
+
+#: How messages name an operator, by the name FakeTensor's metadata arithmetic uses.
+OPERATOR_WORDS: Final = {
+    **{name: f"the {symbol} operator" for name, symbol in _BINARY},
+    "neg": "the unary - operator",
+    "pos": "the unary + operator",
+    "abs": "abs()",
+    "invert": "the ~ operator",
+}

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from customop.dispatch import DispatchKey, local_keys
 from customop.tensor._device import Device, to_device
 from customop.tensor._dtype import DTYPES, dtype, to_dtype
-from customop.tensor._fake_data import refuse_compute
+from customop.tensor._fake_data import OPERATOR_WORDS, refuse_compute
 from customop.tensor._fake_layout import FakeFields, Strides, dense_like
 from customop.tensor._fake_meta import BINARY, BOOL, UNARY, broadcast_shapes, metadata_of, operands
 from customop.tensor._promote import category, result_type, to_float
@@ -39,7 +39,7 @@ def _refuse_in_a_trace(fake: object, name: str) -> None:
         from customop.tensor._ctx import in_fake_impl  # noqa: PLC0415 -- _ctx imports fakes
 
         if not in_fake_impl():
-            refuse_compute(fake, f"{name}()")
+            refuse_compute(fake, OPERATOR_WORDS.get(name, f"{name}()"))
 
 
 class FakeTensorMath(FakeFields):
