@@ -130,7 +130,7 @@ class BackendRegistry:
             if bits is not None:
                 return bits
         known = ", ".join(sorted(self.devices))
-        raise ValueError(
+        raise DeviceValueError(
             f"{op}: device {_short_repr.repr(value)} of argument {arg!r} is unknown. "
             f"Ops with no tensor input dispatch on their Device argument, so its type "
             f"must name a backend. Known device types: {known}."
@@ -274,3 +274,8 @@ def _general(
         return DEFAULT_BITS
 
     return extract
+
+
+class DeviceValueError(TypeError, ValueError):
+    """A Device argument naming no backend: a bad argument (TypeError, as the call
+    checks report it) with a bad value (ValueError, as earlier releases raised)."""

@@ -243,6 +243,9 @@ class CallCode:
         # definition replaced (its guard) before it changes any table, so a kernel
         # read before a passing guard belongs to this generation, and one read after
         # a replacement is never run (issue #27).
+        for index, check in enumerate(self.checks):
+            if not check(values[index]):
+                argument_type_error(self.schema, index, values[index], self.api, check)
         token, fn = self._select(values)
         if self.guard is not None or self.handle._entry.schema is not self.schema:
             if self.handle._entry.schema is None:
@@ -256,9 +259,6 @@ class CallCode:
                 # The op was redefined (with an equal schema) after the kernel was read.
                 token, fn = self._select(values)
                 self.check_schema()
-        for index, check in enumerate(self.checks):
-            if not check(values[index]):
-                argument_type_error(self.schema, index, values[index], self.api, check)
         self._fill(token, values, fn)
         if debug_state.active:
             return debug_state.run(self.schema, fn, *self.split(values))
