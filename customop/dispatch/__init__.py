@@ -55,13 +55,15 @@ from customop.dispatch._registry import KeyLike as KeyLike
 from customop.dispatch._handles import Removable as Removable
 from customop.dispatch._local import LOCAL_KEYS as LOCAL_KEYS
 from customop.dispatch._local import local_state as local_state
+from customop.dispatch._operator import missing_kernel as missing_kernel
 from customop.dispatch._operator import select_kernel as select_kernel
+from customop.dispatch._operator import undefined_kernel as undefined_kernel
 
 __internal__ = (
     "DEFAULT_LOCAL",
     "DEFAULT_SOURCE",
-    "KeyLike",
     "DEVICE_KEYS",
+    "KeyLike",
     "LOCAL_KEYS",
     "RegistryLock",
     "Removable",
@@ -69,9 +71,11 @@ __internal__ = (
     "dispatcher",
     "keyset_from_bits",
     "local_state",
+    "missing_kernel",
     "run_or_defer",
-    "user_stacklevel",
     "select_kernel",
+    "undefined_kernel",
+    "user_stacklevel",
 )
 
 __all__ = [

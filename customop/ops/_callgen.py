@@ -29,7 +29,16 @@ from collections.abc import Callable, Sequence
 from operator import countOf
 from typing import Any, Final
 
-from customop.dispatch import LOCAL_KEYS, Epoch, OperatorHandle, epoch, local_state, select_kernel
+from customop.dispatch import (
+    LOCAL_KEYS,
+    Epoch,
+    OperatorHandle,
+    epoch,
+    local_state,
+    missing_kernel,
+    select_kernel,
+    undefined_kernel,
+)
 from customop.exceptions import RegistrationError
 from customop.ops._binding import MISSING, binding_error, explaining_qualname
 from customop.ops._calltemplate import CallShape, named_code
@@ -55,6 +64,8 @@ __all__ = [
 ]
 
 _local_get: Final = LOCAL_KEYS.get
+#: The table entries of an operator with no kernel (or no def) for a call's keys.
+_WAITING: Final = (missing_kernel, undefined_kernel)
 _SINGLE: Final = frozenset({"tensor", "optional"})
 # Not Device: its value must parse and name a backend ("cuda:abc" is a str too).
 _TYPE_CHECKABLE: Final = frozenset(
@@ -182,6 +193,34 @@ class CallCode:
             self.handle, (state[2](values, {}) | local.included) & local.kept, state
         )
 
+    def _current_kernel(self, values: tuple[Any, ...]) -> tuple[Epoch, Callable[..., Any]]:
+        """The kernel of this callable's own generation (else its "replaced" error).
+
+        NOTE: one generation per call (issue #27). The kernel is read first, then
+        the definition is checked to be current; if any registration came in
+        between (the epoch moved), a redefinition may have come and gone, leaving
+        an equal schema over another generation's table, so both are read again
+        under the registration lock, which every write holds.
+        """
+        token, fn = self._select(values)
+        self._check_current()
+        if epoch.calls is not token or getattr(fn, "func", None) in _WAITING:
+            # (Also a table read in the middle of a write, which holds the lock: its
+            # "no kernel" entries would wait for the write, then run the next one's.)
+            with self.handle._entry.dispatcher._lock:
+                token, fn = self._select(values)
+                self._check_current()
+        return token, fn
+
+    def _check_arguments(self, values: tuple[Any, ...]) -> None:
+        for index, check in enumerate(self.checks):
+            if not check(values[index]):
+                argument_type_error(self.schema, index, values[index], self.api, check)
+
+    def _check_current(self) -> None:
+        if self.guard is not None or self.handle._entry.schema is not self.schema:
+            self.check_schema()
+
     def _fill(self, token: Epoch, values: tuple[Any, ...], fn: Callable[..., Any]) -> None:
         if self.fast and self._static(values):
             # NOTE: an entry is keyed on the context's include/exclude keys too (the
@@ -238,27 +277,15 @@ class CallCode:
         for index in self.required:
             if values[index] is MISSING:
                 binding_error(self.schema, values, extra, self.api)
-        # NOTE: one generation per call. The kernel is read BEFORE the checks that
-        # this callable's definition is still current: a redefinition marks the old
-        # definition replaced (its guard) before it changes any table, so a kernel
-        # read before a passing guard belongs to this generation, and one read after
-        # a replacement is never run (issue #27).
-        for index, check in enumerate(self.checks):
-            if not check(values[index]):
-                argument_type_error(self.schema, index, values[index], self.api, check)
-        token, fn = self._select(values)
-        if self.guard is not None or self.handle._entry.schema is not self.schema:
-            if self.handle._entry.schema is None:
-                # Undefined, or in the middle of a write (a @custom_op redefinition
-                # is one): the write holds the lock; decide after it.
-                with self.handle._entry.dispatcher._lock:
-                    pass
-                token, fn = self._select(values)
-            self.check_schema()
-            if self.handle._entry.schema is not self.schema:
-                # The op was redefined (with an equal schema) after the kernel was read.
-                token, fn = self._select(values)
-                self.check_schema()
+        # Argument checks first: a bad value (a Device naming no backend) is reported
+        # as the argument's error, before the key extractor reads it. A callable kept
+        # across a redefinition with this schema takes up the new checks first.
+        self._check_current()
+        checks = self.checks
+        self._check_arguments(values)
+        token, fn = self._current_kernel(values)
+        if self.checks is not checks:  # redefined with this schema: its own checks
+            self._check_arguments(values)
         self._fill(token, values, fn)
         if debug_state.active:
             return debug_state.run(self.schema, fn, *self.split(values))

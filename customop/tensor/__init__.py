@@ -50,6 +50,7 @@ from customop.symbolic import SymBool
 # modules (tests/test_layers.py checks every import against this list).
 from customop.tensor._backends import BUILTIN_DEVICES as BUILTIN_DEVICES
 from customop.tensor._backends import add_adapter as add_adapter
+from customop.tensor._fake_math import COMPUTING_AN_OP as COMPUTING_AN_OP
 from customop.tensor._backends import numpy_empty as numpy_empty
 from customop.tensor._check import ASSUMPTION_SINK as ASSUMPTION_SINK
 from customop.tensor._check import assumptions_about as assumptions_about
@@ -64,6 +65,7 @@ from customop.tensor._fake_layout import significant_mismatch as significant_mis
 from customop.tensor._factory import PLAIN_FAKE_FACTORIES as PLAIN_FAKE_FACTORIES
 
 __internal__ = (
+    "COMPUTING_AN_OP",
     "ASSUMPTION_SINK",
     "BUILTIN_DEVICES",
     "DTYPES",

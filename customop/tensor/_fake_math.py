@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any, Final
 
 from customop.dispatch import DispatchKey, local_keys
 from customop.tensor._device import Device, to_device
@@ -29,17 +30,19 @@ from customop.tensor._promote import category, result_type, to_float
 if TYPE_CHECKING:
     from customop.tensor._fake import FakeTensor
 
-__all__ = ["FakeTensorMath"]
+__all__ = ["COMPUTING_AN_OP", "FakeTensorMath"]
+
+
+#: True while an op computes its result for a trace (its kernel or fake impl runs
+#: below the Tracer key); `customop.trace` sets it around that computation.
+COMPUTING_AN_OP: Final[ContextVar[bool]] = ContextVar("customop.computing_an_op", default=False)
 
 
 def _refuse_in_a_trace(fake: object, name: str) -> None:
-    """Arithmetic on fakes is metadata in a fake impl (and in FakeTensorMode), as in torch;
-    in a traced function's own body it would be left out of the graph: refused there."""
-    if DispatchKey.Tracer in local_keys()[0]:
-        from customop.tensor._ctx import in_fake_impl  # noqa: PLC0415 -- _ctx imports fakes
-
-        if not in_fake_impl():
-            refuse_compute(fake, OPERATOR_WORDS.get(name, f"{name}()"))
+    """Arithmetic on fakes is metadata in fake impls and kernels (and in FakeTensorMode),
+    as in torch; in a traced function's own body it would be left out of the graph."""
+    if DispatchKey.Tracer in local_keys()[0] and not COMPUTING_AN_OP.get():
+        refuse_compute(fake, OPERATOR_WORDS.get(name, f"{name}()"))
 
 
 class FakeTensorMath(FakeFields):

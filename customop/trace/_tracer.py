@@ -20,7 +20,7 @@ from typing import Any, Final
 from customop.dispatch import Dispatcher, DispatchKey, DispatchKeySet, OperatorHandle, include_keys
 from customop.dispatch import dispatcher as default_dispatcher
 from customop.fake import FakeTensorMode
-from customop.tensor import ASSUMPTION_SINK, FakeTensor, SymInt, assumptions_about
+from customop.tensor import ASSUMPTION_SINK, COMPUTING_AN_OP, FakeTensor, SymInt, assumptions_about
 from customop.trace._graph import Graph
 from customop.trace._meta import TensorMeta, is_scalar, meta_of
 from customop.trace._node import Node, NodeRef
@@ -82,7 +82,11 @@ def _record(op: OperatorHandle, keyset: DispatchKeySet, /, *args: Any, **kwargs:
     below = _below.get(keyset)
     if below is None:
         below = _below[keyset] = keyset & _BELOW_TRACER
-    result = op.redispatch(below, *args, **kwargs)
+    token = COMPUTING_AN_OP.set(True)  # fake arithmetic in its kernel or fake: metadata
+    try:
+        result = op.redispatch(below, *args, **kwargs)
+    finally:
+        COMPUTING_AN_OP.reset(token)
     active = _ACTIVE.get()
     if active is None:
         return result
