@@ -17,6 +17,8 @@ import importlib.util
 import io
 import linecache
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -57,3 +59,16 @@ def test_fences_are_ones_the_markdown_engine_renders(page: Path) -> None:
     # Options must be key="value" pairs or the {.lang .class} form.
     bad = re.findall(r"^```\w+[ \t]+[\w-]+[ \t]*$", page.read_text(), re.MULTILINE)
     assert not bad, f"{page.name}: fences that do not render: {bad}; write ```{{.python .no-run}}"
+
+
+@pytest.mark.slow  # starts two xdist workers: 5-10 s
+def test_contributing_parallel_command_runs() -> None:
+    # CONTRIBUTING's `python -m pytest -n 2`, whatever plugins this machine has:
+    # a stray pytest-benchmark warns under xdist, an error with filterwarnings.
+    assert "python -m pytest -n 2" in (ROOT / "CONTRIBUTING.md").read_text()
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-n", "2", "-q", "-p", "no:cacheprovider",
+         "tests/schema/test_model.py"],
+        cwd=ROOT, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]

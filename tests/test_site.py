@@ -52,7 +52,10 @@ ARGS = [
 
 pytestmark = pytest.mark.skipif(
     not ENABLED,
-    reason="the rendered-site test needs Chromium; .ci/run runs it with CUSTOMOP_SITE_TEST=1",
+    reason=(
+        "set CUSTOMOP_SITE_TEST=1 to run the rendered-site test in headless Chromium "
+        "(CUSTOMOP_CHROMIUM: the browser, default /usr/bin/chromium); .ci/run sets it"
+    ),
 )
 
 
