@@ -32,15 +32,28 @@ def _blocks(page: Path) -> list[tuple[str, str, str]]:
     return [(m.group(1), m.group(2), m.group(3)) for m in FENCE.finditer(page.read_text())]
 
 
+def python_blocks(page: Path, *, with_torch: bool) -> list[tuple[int, str]]:
+    """(index, code) of each python block of ``page`` that runs, in order.
+
+    Blocks fenced ``no-run`` are left out, and so are torch examples
+    (``title="requires torch"``, docs/torch.md) unless ``with_torch``.
+    tests/typing/test_programs.py type-checks the same blocks.
+    """
+    return [
+        (index, code)
+        for index, (language, options, code) in enumerate(_blocks(page))
+        if language == "python"
+        and "no-run" not in options
+        and (with_torch or "requires torch" not in options)
+    ]
+
+
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_page_examples_run(page: Path) -> None:
     blocks = _blocks(page)
     namespace: dict[str, object] = {"__name__": f"docs_{page.stem}"}
-    for index, (language, options, code) in enumerate(blocks):
-        if language != "python" or "no-run" in options:
-            continue
-        if "requires torch" in options and importlib.util.find_spec("torch") is None:
-            continue  # a torch example (docs/torch.md): run where torch is installed
+    with_torch = importlib.util.find_spec("torch") is not None
+    for index, code in python_blocks(page, with_torch=with_torch):
         out = io.StringIO()
         filename = f"{page.name}[block {index}]"
         # Tracebacks (and, on Python 3.10, registration sources) read the block's lines.

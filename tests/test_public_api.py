@@ -210,6 +210,7 @@ PUBLIC = {
         "register_annotation",
     ],
     "customop.tensor": [
+        "AnyTensor",
         "ArrayAdapter",
         "CURRENT_FAKE_MODE",
         "CheckError",
@@ -222,6 +223,7 @@ PUBLIC = {
         "SymBool",
         "SymInt",
         "Tensor",
+        "TensorOps",
         "adapter_for",
         "bfloat16",
         "bool_",

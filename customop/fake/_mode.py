@@ -12,11 +12,19 @@ carries the Fake key itself.
 from __future__ import annotations
 
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from customop.dispatch import DispatchKey, include_keys
 from customop.dispatch._local import LocalKeysGuard
-from customop.tensor import CURRENT_FAKE_MODE, Device, FakeTensor, ShapeEnv, SymInt, device_of
+from customop.tensor import (
+    CURRENT_FAKE_MODE,
+    Device,
+    FakeTensor,
+    ShapeEnv,
+    SymInt,
+    Tensor,
+    device_of,
+)
 from customop.tensor._dtype import dtype, to_dtype
 from customop.tensor._factory import PLAIN_FAKE_FACTORIES
 from customop.tensor._symint import IntLike
@@ -24,6 +32,9 @@ from customop.tensor._symint import IntLike
 __all__ = ["FakeTensorMode"]
 
 _new_object = object.__new__
+
+#: An array type `from_real` fakes: the fake is typed as the array it stands in for.
+TensorT = TypeVar("TensorT", bound=Tensor)
 
 
 class FakeTensorMode:
@@ -33,8 +44,18 @@ class FakeTensorMode:
         self.shape_env = ShapeEnv() if shape_env is None else shape_env
         self._guards: list[tuple[LocalKeysGuard, Any]] = []
 
-    def from_real(self, x: Any, *, dynamic: tuple[int, ...] = ()) -> FakeTensor:
+    @overload
+    def from_real(self, x: FakeTensor, *, dynamic: tuple[int, ...] = ()) -> FakeTensor: ...
+
+    @overload
+    def from_real(self, x: TensorT, *, dynamic: tuple[int, ...] = ()) -> TensorT: ...
+
+    def from_real(self, x: Any, *, dynamic: tuple[int, ...] = ()) -> Any:
         """A fake with ``x``'s shape, dtype and device (``dynamic``: dims made symbolic).
+
+        Typed as returning ``x``'s own type: the fake stands in for ``x``, so
+        ``op(mode.from_real(x))`` type-checks for an op annotated with ``x``'s
+        array type (as torch's FakeTensor is a ``torch.Tensor``).
 
         Args:
             x: a real array of a registered backend (or a fake, returned as is).

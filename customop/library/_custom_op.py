@@ -43,6 +43,7 @@ __all__ = ["CustomOpDef", "custom_op", "live_definition"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
+Outputs = TypeVar("Outputs", bound=tuple[Any, ...])  # an op with several outputs
 
 
 class CustomOpDef(Generic[P, R]):
@@ -237,17 +238,39 @@ class CustomOpDef(Generic[P, R]):
         self._guard()
         return register_blockwise_on(self._library, self._handle, spec, combine)
 
+    # NOTE: typed by the op's outputs. One output: mypy checks `backward(ctx, grad)`
+    # against it, and `setup_context`'s `output`. A tuple of outputs (the first
+    # overload): `backward(ctx, *grads)` is checked at registration only.
+    @overload
     def register_autograd(
-        self,
-        backward: Callable[..., Any],
+        self: CustomOpDef[P, Outputs],
+        backward: Callable[..., object],
         /,
         *,
-        setup_context: Callable[..., Any] | None = None,
+        setup_context: Callable[[Any, tuple[Any, ...], Outputs], object] | None = None,
+    ) -> RegistrationHandle: ...
+
+    @overload
+    def register_autograd(
+        self,
+        backward: Callable[[Any, R], object],
+        /,
+        *,
+        setup_context: Callable[[Any, tuple[Any, ...], R], object] | None = None,
+    ) -> RegistrationHandle: ...
+
+    def register_autograd(
+        self,
+        backward: Callable[..., object],
+        /,
+        *,
+        setup_context: Callable[..., object] | None = None,
     ) -> RegistrationHandle:
         """Register the op's autograd formula (torch's ``register_autograd``).
 
         Args:
-            backward: ``backward(ctx, *grads)``, one gradient per input.
+            backward: ``backward(ctx, *grads)``: one gradient per output in, one
+                per input out.
             setup_context: ``setup_context(ctx, inputs, output)``, run after the forward.
 
         Returns:

@@ -38,7 +38,9 @@ from customop.tensor._factory import new_empty
 from customop.tensor._fake import FakeTensor
 from customop.tensor._install import FAKE_KEYS
 from customop.tensor._install import install_backends
+from customop.tensor._protocol import AnyTensor
 from customop.tensor._protocol import Tensor
+from customop.tensor._protocol import TensorOps
 from customop.tensor._symint import DataDependentError
 from customop.tensor._symint import ShapeEnv
 from customop.tensor._symint import SymInt
@@ -47,6 +49,7 @@ from customop.tensor._symint import sym_min
 from customop.tensor._symbool import SymBool
 
 __all__ = [  # noqa: RUF022 -- plain sorted() order, which tests/test_public_api.py checks
+    "AnyTensor",
     "ArrayAdapter",
     "CURRENT_FAKE_MODE",
     "CheckError",
@@ -59,6 +62,7 @@ __all__ = [  # noqa: RUF022 -- plain sorted() order, which tests/test_public_api
     "SymBool",
     "SymInt",
     "Tensor",
+    "TensorOps",
     "adapter_for",
     "bfloat16",
     "bool_",
