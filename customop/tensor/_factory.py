@@ -48,7 +48,7 @@ from customop.tensor._protocol import Tensor
 from customop.tensor._symint import IntLike, SymInt
 
 if TYPE_CHECKING:
-    import numpy.typing as npt
+    import numpy as np
 
 __all__ = [
     "CURRENT_FAKE_MODE",
@@ -127,7 +127,7 @@ def empty(
     device: Literal["cpu"] = "cpu",
     dispatcher: Dispatcher | None = None,
     layout: object = None,
-) -> npt.NDArray[Any]: ...
+) -> np.ndarray[Any, np.dtype[Any]]: ...
 
 
 @overload

@@ -113,7 +113,7 @@ fake = FakeTensor((2, 3))
 reveal_type(empty_like(array))  # N: Revealed type is "numpy.ndarray[Any, Any]"
 reveal_type(empty_like(fake))  # N: Revealed type is "customop.tensor._fake.FakeTensor"
 reveal_type(new_empty(array, (4, 2)))  # N: Revealed type is "numpy.ndarray[Any, Any]"
-reveal_type(empty((2, 3)))  # N: Revealed type is "numpy.ndarray[tuple[Any, ...], numpy.dtype[Any]]"
+reveal_type(empty((2, 3)))  # N: Revealed type is "numpy.ndarray[Any, numpy.dtype[Any]]"
 reveal_type(empty((2, 3), device="meta"))  # N: Revealed type is "customop.tensor._fake.FakeTensor"
 reveal_type(empty((ShapeEnv().new_symint(), 3)))  # N: Revealed type is "customop.tensor._protocol.Tensor"
 reveal_type(FakeTensorMode().from_real(array))  # N: Revealed type is "numpy.ndarray[Any, Any]"
