@@ -22,6 +22,7 @@ from customop.library._autograd import register_autograd_on
 from customop.library._blockwise import register_blockwise_on
 from customop.library._checks import attach_value_checks
 from customop.library._choices import choice_checks, enum_kernel
+from customop.library._fake_impl import generated_fake
 from customop.library._hooks import device_keys, register_fake_on, register_kernel_on
 from customop.library._library import Library
 from customop.library._lifetime import live_definition, record_definition, remove_definition
@@ -387,6 +388,9 @@ def _define(
         body = enum_kernel(fn, schema, choices)
         try:
             kernels: dict[DispatchKey | str, Callable[..., Any]] = {key: body for key in keys}
+            fake = generated_fake(schema)
+            if fake is not None and DispatchKey.Meta not in kernels:
+                kernels[DispatchKey.Meta] = fake  # see generated_fake: torch's rule
             library.define(schema, tags=options.tags, source=source, kernels=kernels)
         except BaseException:
             library.close()
