@@ -85,3 +85,26 @@ def test_contributing_parallel_command_runs() -> None:
         cwd=ROOT, capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+
+
+def test_the_errors_page_lists_every_public_exception_class() -> None:
+    import pkgutil
+
+    import customop
+
+    names = [m.name for m in pkgutil.iter_modules(customop.__path__) if not m.name.startswith("_")]
+    if importlib.util.find_spec("torch") is None:
+        names.remove("torch")  # customop.torch imports torch
+    classes = set()
+    for package in ["customop", *(f"customop.{name}" for name in names)]:
+        module = importlib.import_module(package)
+        for name in getattr(module, "__all__", ()):
+            value = getattr(module, name)
+            if isinstance(value, type) and issubclass(value, BaseException):
+                classes.add(name)
+    page = (ROOT / "docs" / "errors.md").read_text()
+    listed = set(re.findall(r"^\| `(\w+)` \|", page, re.MULTILINE))
+    assert classes, "no exception classes found"
+    assert classes == listed, (
+        f"not listed: {sorted(classes - listed)}; not public: {sorted(listed - classes)}"
+    )
