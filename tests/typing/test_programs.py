@@ -52,4 +52,3 @@ def test_program_passes_mypy_strict_and_runs(mypy_output: str, program: Path) ->
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout, f"{program.name} printed nothing"
-
