@@ -7,12 +7,14 @@ tests/typing/test_programs.py.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 
 import customop
 
-Array = npt.NDArray[np.float64]
+Array = npt.NDArray[Any]
 
 
 @customop.custom_op("typing_fake::nonzero_rows", mutates_args=())

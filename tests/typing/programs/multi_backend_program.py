@@ -10,6 +10,8 @@ type-checked by tests/typing/test_programs.py where torch is installed.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 import torch
@@ -36,7 +38,7 @@ def _(a: float, x: AnyTensor, y: AnyTensor) -> AnyTensor:
 
 def main() -> None:
     x = np.ones(3)
-    from_numpy: npt.NDArray[np.float64] = axpy(2.0, x, x)
+    from_numpy: npt.NDArray[Any] = axpy(2.0, x, x)
     from_torch: torch.Tensor = axpy(2.0, torch.ones(3), torch.ones(3))
     print(from_numpy.tolist(), from_torch.tolist())
     with customop.FakeTensorMode() as mode:

@@ -8,12 +8,14 @@ there with ``mypy --strict``).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 
 import customop
 
-Array = npt.NDArray[np.float64]
+Array = npt.NDArray[Any]
 
 
 @customop.custom_op("typing_numpy::scale", mutates_args=())
