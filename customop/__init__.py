@@ -20,14 +20,18 @@ from customop.dispatch import fallthrough
 from customop.dispatch import include_keys
 from customop.dispatch import dispatcher
 from customop.exceptions import AutogradError
+from customop.exceptions import BuildError
 from customop.exceptions import CheckError
 from customop.exceptions import CodegenError
 from customop.exceptions import DataDependentError
 from customop.exceptions import DebugCheckError
 from customop.exceptions import DispatchKeyError
+from customop.exceptions import ExclusiveTagsError
 from customop.exceptions import GradcheckError
 from customop.exceptions import GraphError
+from customop.exceptions import KernelError
 from customop.exceptions import KernelOverrideWarning
+from customop.exceptions import KernelReturnError
 from customop.exceptions import MissingKernelError
 from customop.exceptions import OpCheckError
 from customop.exceptions import RegistrationError
@@ -60,11 +64,13 @@ from customop.schema import FunctionSchema
 from customop.schema import MutatesArgs
 from customop.schema import parse_operator_name
 from customop.schema import parse_schema
+from customop.tensor import AnyTensor
 from customop.tensor import Device
 from customop.tensor import FakeTensor
 from customop.tensor import SymBool
 from customop.tensor import SymInt
 from customop.tensor import Tensor
+from customop.tensor import TensorOps
 from customop.tensor import bfloat16
 from customop.tensor import bool_
 from customop.tensor import check
@@ -100,7 +106,9 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 __all__ = [  # noqa: RUF022 -- plain sorted() order, which tests/test_public_api.py checks
+    "AnyTensor",
     "AutogradError",
+    "BuildError",
     "CheckError",
     "CodegenError",
     "CustomOpDef",
@@ -112,13 +120,16 @@ __all__ = [  # noqa: RUF022 -- plain sorted() order, which tests/test_public_api
     "DispatchKeySet",
     "DispatchMode",
     "Dispatcher",
+    "ExclusiveTagsError",
     "FakeTensor",
     "FakeTensorMode",
     "FunctionSchema",
     "GradcheckError",
     "Graph",
     "GraphError",
+    "KernelError",
     "KernelOverrideWarning",
+    "KernelReturnError",
     "Library",
     "MissingKernelError",
     "MutatesArgs",
@@ -133,6 +144,7 @@ __all__ = [  # noqa: RUF022 -- plain sorted() order, which tests/test_public_api
     "SymBool",
     "SymInt",
     "Tensor",
+    "TensorOps",
     "UnknownOperatorError",
     "below",
     "bfloat16",

@@ -6,8 +6,13 @@ this test builds the site, serves it on 127.0.0.1 and checks what Chromium
 shows:
 
 - no page shows a literal triple backtick in its text;
-- every Mermaid block became an ``<svg>``, drawn at half its natural width or
-  more at the default page width, with mermaid served by the site itself;
+- every Mermaid block became an ``<svg>``, drawn at 0.8 of its natural width or
+  more at the default page width (so its text stays readable), with mermaid
+  served by the site itself;
+- at a 1280 px window no code block overflows its box, the copy button covers
+  no character of a block, no name in a table cell is broken across lines, and
+  a "Returns:" table is one row;
+- no page requests anything from another host (fonts included);
 - search finds ``register_fake``;
 - every API reference page loads and shows entries.
 
@@ -52,7 +57,10 @@ ARGS = [
 
 pytestmark = pytest.mark.skipif(
     not ENABLED,
-    reason="the rendered-site test needs Chromium; .ci/run runs it with CUSTOMOP_SITE_TEST=1",
+    reason=(
+        "set CUSTOMOP_SITE_TEST=1 to run the rendered-site test in headless Chromium "
+        "(CUSTOMOP_CHROMIUM: the browser, default /usr/bin/chromium); .ci/run sets it"
+    ),
 )
 
 
@@ -115,16 +123,29 @@ def _site_pages() -> list[str]:
     return paths
 
 
-def _mermaid_blocks(path: str) -> int:
+def _markdown(path: str) -> str:
     docs = ROOT / "docs"
     md = docs / (path + "index.md") if (docs / (path + "index.md")).exists() else None
-    md = md or docs / (path.rstrip("/") + ".md")
-    return len(re.findall(r"^```mermaid\s*$", md.read_text(), re.MULTILINE))
+    return (md or docs / (path.rstrip("/") + ".md")).read_text()
+
+
+def _mermaid_blocks(path: str) -> int:
+    return len(re.findall(r"^```mermaid\s*$", _markdown(path), re.MULTILINE))
+
+
+def _python_blocks(path: str) -> int:
+    return len(re.findall(r"^```(python|text|\{\.python)", _markdown(path), re.MULTILINE))
 
 
 def _open(page: Any, url: str) -> None:
-    page.goto(url, wait_until="domcontentloaded")
+    page.requested = []  # what this page asks for (see the `pages` fixture)
+    page.goto(url, wait_until="load")
     page.wait_for_selector("article.md-content__inner")
+
+
+def _outside(page: Any, site: str) -> list[str]:
+    """Every URL the page requested from anywhere but the site (data: URLs are inline)."""
+    return [u for u in page.requested if not u.startswith((site, "data:", "blob:"))]
 
 
 def _mermaid_svgs(page: Any) -> list[dict[str, float]]:
@@ -185,7 +206,65 @@ def test_page_renders(pages: Any, site: str, path: str) -> None:
         assert len(svgs) == expected, f"{path}: {expected} Mermaid blocks, {len(svgs)} drawn"
         for index, svg in enumerate(svgs):
             scale = svg["drawn"] / svg["natural"]
-            assert scale >= 0.5, f"{path}: diagram {index} drawn at {scale:.2f}x its natural size"
+            assert scale >= 0.8, f"{path}: diagram {index} drawn at {scale:.2f}x its natural size"
+    outside = _outside(pages, site)
+    assert not outside, f"{path}: requests to other hosts (the site must work offline): {outside}"
+
+
+#: Per code block: how far its text overflows the box, and the first character
+#: the copy button covers; names broken inside table cells; Returns: tables' rows.
+_LAYOUT_JS = """() => {
+  const blocks = [];
+  for (const pre of document.querySelectorAll('article pre')) {
+    const code = pre.querySelector('code');
+    if (!code) continue;
+    let covered = null;
+    const nav = pre.querySelector('.md-code__nav, .md-clipboard');
+    if (nav) {
+      const b = nav.getBoundingClientRect();
+      const walker = document.createTreeWalker(code, NodeFilter.SHOW_TEXT);
+      const range = document.createRange();
+      for (let n = walker.nextNode(); n && covered === null; n = walker.nextNode()) {
+        for (let i = 0; i < n.length && covered === null; i++) {
+          if (!n.data[i].trim()) continue;
+          range.setStart(n, i); range.setEnd(n, i + 1);
+          for (const r of range.getClientRects()) {
+            if (r.right > b.left && r.left < b.right && r.bottom > b.top && r.top < b.bottom) {
+              covered = n.data.slice(Math.max(0, i - 20), i + 1);
+            }
+          }
+        }
+      }
+    }
+    blocks.push({start: code.textContent.slice(0, 60),
+                 overflow: code.scrollWidth - code.clientWidth, covered});
+  }
+  const broken = [...document.querySelectorAll('article td code, article th code')]
+    .filter(c => /^[A-Za-z_][\\w.]*$/.test(c.textContent) && c.getClientRects().length > 1)
+    .map(c => c.textContent);
+  const returns = [...document.querySelectorAll('article .doc-section-title')]
+    .filter(t => t.textContent.trim() === 'Returns:')
+    .map(t => t.closest('p').nextElementSibling)  // the table, in Material's wrapper divs
+    .filter(next => next && (next.tagName === 'TABLE' || next.querySelector('table')))
+    .map(next => next.querySelectorAll('tbody tr').length);
+  return {blocks, broken, returns};
+}"""
+
+
+@pytest.mark.parametrize("path", _site_pages(), ids=lambda p: p or "index")
+def test_code_blocks_fit_and_the_copy_button_covers_no_text(
+    pages: Any, site: str, path: str
+) -> None:
+    _open(pages, site + path)
+    layout = pages.evaluate(_LAYOUT_JS)
+    assert layout["blocks"] or "reference/" in path or not _python_blocks(path), path
+    overflowing = [(b["start"], b["overflow"]) for b in layout["blocks"] if b["overflow"] > 0]
+    assert not overflowing, f"{path}: code blocks wider than their box at 1280 px: {overflowing}"
+    covered = [(b["start"], b["covered"]) for b in layout["blocks"] if b["covered"]]
+    assert not covered, f"{path}: the copy button covers text of: {covered}"
+    assert not layout["broken"], f"{path}: names broken across lines in tables: {layout['broken']}"
+    split = [rows for rows in layout["returns"] if rows != 1]
+    assert not split, f"{path}: Returns: tables with {split} rows (one value, one row)"
 
 
 def test_mermaid_is_served_by_the_site(pages: Any, site: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 
 from customop.codegen import GenOptions, generate
 
@@ -36,6 +37,11 @@ def add_gen_command(commands: argparse._SubParsersAction[argparse.ArgumentParser
         "--tags", metavar="FILE",
         help="tags file (torch's tags.yaml format) to check tags against (default: built-in)",
     )  # fmt: skip
+    gen.add_argument(
+        "--no-check-kernels", dest="check_kernels", action="store_false",
+        help="do not import the kernels' modules to check the kernel paths (by default each "
+        "module that can be found from the current directory is imported)",
+    )  # fmt: skip
     gen.add_argument("--quiet", action="store_true", help="print only the files written")
 
 
@@ -48,8 +54,15 @@ def run_gen(args: argparse.Namespace) -> str:
             "The command reads the ops to generate from it. Check the path."
         )
     options = GenOptions(
-        namespace=args.namespace, kernels=args.kernels, tags_file=args.tags, module_name=args.name
+        namespace=args.namespace,
+        kernels=args.kernels,
+        tags_file=args.tags,
+        module_name=args.name,
+        check_kernels=args.check_kernels,
     )
+    if args.check_kernels and os.getcwd() not in sys.path:
+        # Kernel modules are found from the current directory, as `python -m` finds them.
+        sys.path.insert(0, os.getcwd())
     try:
         files = generate(args.yaml, args.out, options)
     except UnicodeDecodeError as error:

@@ -11,6 +11,7 @@ from typing import Any
 
 from customop.cli._schema import explain
 from customop.dispatch import dispatcher
+from customop.exceptions import UnknownOperatorError
 from customop.schema import MutatesArgs, infer_schema
 
 __all__ = ["add_inspect_commands", "run_dump", "run_infer"]
@@ -121,6 +122,14 @@ def run_dump(args: argparse.Namespace) -> str:
 
         load_library(path)
     if args.op:
+        if not (args.module or args.library) and dispatcher.find_op(args.op) is None:
+            raise UnknownOperatorError(
+                f"dump: operator {_clip(args.op)!r} is not registered, and no --module was "
+                "given. dump sees the ops of the modules it imports, and customop registers "
+                f"none by itself. Add --module MOD, the module that defines it: customop dump "
+                f"--op {_clip(args.op)} --module mypkg.ops.",
+                op=args.op,
+            )
         handle = dispatcher.find_schema_or_throw(args.op)
         if args.key:
             entry = handle.table_entry(args.key)

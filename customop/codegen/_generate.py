@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from customop.codegen._load import load_declarations
+from customop.codegen._kernels import check_kernels
+from customop.codegen._load import load_declarations, raise_problems
 from customop.codegen._model import CodegenReport, GenOptions, _Model, is_name
 from customop.codegen._render import render_registration
 from customop.codegen._stubs import render_stubs
@@ -42,7 +43,9 @@ def generate(
     module and its typed stub into the directory ``out`` (created if needed).
 
     Nothing is written unless the whole file is valid; `CodegenError` lists
-    every problem otherwise.
+    every problem otherwise. With ``options.check_kernels`` (the default),
+    each kernel's module is imported, when it can be found, and a kernel path
+    that names nothing is a problem of its line.
 
     Args:
         path: the declaration file.
@@ -59,12 +62,15 @@ def generate(
     path, out, options = Path(path), Path(out), options or GenOptions()
     name = _module_name(path, options)
     declarations = load_declarations(path, options)
+    report = declarations.report()
+    if options.check_kernels:
+        problems, unchecked = check_kernels(declarations)
+        raise_problems(problems)
+        report = report.model_copy(update={"unchecked_kernels": unchecked})
     module = render_registration(declarations, name)
     stub = render_stubs(declarations, name)
     out.mkdir(parents=True, exist_ok=True)
-    files = GeneratedFiles(
-        module=out / f"{name}.py", stub=out / f"{name}.pyi", report=declarations.report()
-    )
+    files = GeneratedFiles(module=out / f"{name}.py", stub=out / f"{name}.pyi", report=report)
     files.module.write_text(module, encoding="utf-8")
     files.stub.write_text(stub, encoding="utf-8")
     return files

@@ -26,7 +26,7 @@ from customop.codegen._yaml import LinedDict, LinedList, line_of, load_tags, rea
 from customop.exceptions import CodegenError
 from customop.schema import clip, clip_repr
 
-__all__ = ["load_declarations"]
+__all__ = ["load_declarations", "raise_problems"]
 
 
 #: How many problems a `CodegenError` message lists, and how long each line may be.
@@ -45,21 +45,32 @@ class _Problems:
         self.found.append((line, f"{self.path}:{line}: {subject}: {message}"))
 
     def raise_if_any(self) -> None:
-        """Raise the problems found so far, in line order (stable within a line).
+        """Raise the problems found so far (see `raise_problems`)."""
+        raise_problems(self.found)
 
-        The message lists the first `MAX_LISTED` (``problems`` has them all), each
-        line clipped, so that a huge or hostile file gives a message of bounded size.
-        """
-        if self.found:
-            ordered = sorted(self.found, key=lambda found: found[0])
-            lines = tuple(clip(text, MAX_LINE) for _, text in ordered)
-            shown = list(lines[:MAX_LISTED])
-            if len(lines) > MAX_LISTED:
-                shown.append(
-                    f"... and {len(lines) - MAX_LISTED} more problems (CodegenError.problems "
-                    "lists them all). Fix the ones above first."
-                )
-            raise CodegenError("\n".join(shown), problems=lines)
+
+def raise_problems(found: list[tuple[int, str]]) -> None:
+    """Raise `CodegenError` for ``(line, text)`` problems, in line order (stable within a line).
+
+    The message lists the first `MAX_LISTED` (``problems`` has them all), each
+    line clipped, so that a huge or hostile file gives a message of bounded size.
+
+    Args:
+        found: the problems, each with its line; nothing is raised when empty.
+
+    Raises:
+        CodegenError: there are problems.
+    """
+    if found:
+        ordered = sorted(found, key=lambda problem: problem[0])
+        lines = tuple(clip(text, MAX_LINE) for _, text in ordered)
+        shown = list(lines[:MAX_LISTED])
+        if len(lines) > MAX_LISTED:
+            shown.append(
+                f"... and {len(lines) - MAX_LISTED} more problems (CodegenError.problems "
+                "lists them all). Fix the ones above first."
+            )
+        raise CodegenError("\n".join(shown), problems=lines)
 
 
 def _context(options: GenOptions) -> EntryContext:
@@ -145,7 +156,10 @@ class _NameCheck:
         self.problems = problems
         self.lines: dict[str, int] = {}
         # Python name -> the schema name that took it, per scope (module, namespace, packet).
-        self.taken: dict[tuple[str, ...], str] = {("unregister",): "the unregister() function"}
+        self.taken: dict[tuple[str, ...], str] = {
+            ("unregister",): "the unregister() function",
+            ("_kernel",): "the generated module's _kernel() helper",
+        }
 
     def check(self, decl: Declaration, subject: str) -> bool:
         """False, with a problem, when the operator was declared before."""
@@ -267,6 +281,15 @@ def load_declarations(path: str | Path, options: GenOptions | None = None) -> De
         )
         problems.raise_if_any()
     context, names = _context(options), _NameCheck(problems)
+    if not data:
+        problems.add(
+            1,
+            "file",
+            "the file declares no operators (it has no entries). A declaration "
+            "file lists one mapping per operator; an empty one would generate an empty "
+            "module. Add an entry such as '- func: mylib::add(Tensor x, Tensor y) -> Tensor'.",
+        )
+        problems.raise_if_any()
     entries = data or LinedList()
     decls = [
         _declaration(raw, index, entries.item_lines[index], context, names)

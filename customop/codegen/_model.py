@@ -24,6 +24,7 @@ __all__ = [
     "is_dotted_name",
     "is_name",
     "plural",
+    "tally",
 ]
 
 Variant = Literal["function", "method"]
@@ -57,13 +58,17 @@ class GenOptions(_Model):
     - ``tags_file``: a file in torch's ``tags.yaml`` format that tags are
       checked against, instead of the built-in set;
     - ``module_name``: the name of the generated module (``DIR/<name>.py`` and
-      ``.pyi``); by default the YAML file's stem.
+      ``.pyi``); by default the YAML file's stem;
+    - ``check_kernels``: import each kernel's module, when it can be found, and
+      report a kernel path that names nothing as a problem of its line (False:
+      import nothing; the generated module still names the line when it fails).
     """
 
     namespace: str = "aten"
     kernels: str | None = None
     tags_file: Path | None = None
     module_name: str | None = None
+    check_kernels: bool = True
 
     def __init__(self, /, **data: Any) -> None:
         try:
@@ -139,18 +144,6 @@ class KernelPath(_Model):
         """The kernel as a Python expression, once ``module`` is imported."""
         return f"{self.module}.{self.qualname}"
 
-    def expression_for(self, key: str, op: str) -> str:
-        """The kernel registered for ``op`` at ``key``: the same for every key and op.
-
-        Args:
-            key: the dispatch key (unused: a Python kernel serves any key).
-            op: the op's qualified name (unused).
-
-        Returns:
-            The kernel's `expression`.
-        """
-        return self.expression
-
     def __str__(self) -> str:
         return f"{self.module}:{self.qualname}"
 
@@ -193,21 +186,6 @@ class CppKernel(_Model):
                 "from the generated module's folder)."
             )
         return cls(library=library, name=name)
-
-    def expression_for(self, key: str, op: str) -> str:
-        """The call that gives the kernel when the generated module is imported.
-
-        Args:
-            key: the dispatch key the library registers the kernel at (``CPU``).
-            op: the qualified name of the op it serves (``mylib::add``).
-
-        Returns:
-            A ``customop.cpp.kernel(...)`` call, with paths relative to the module.
-        """
-        return (
-            f"customop.cpp.kernel({self.library!r}, {self.name!r}, op={op!r}, key={key!r}, "
-            "relative_to=__file__)"
-        )
 
     def __str__(self) -> str:
         return f"{self.prefix}{self.library}::{self.name}"
@@ -281,6 +259,7 @@ class CodegenReport(_Model):
     unused_fields: tuple[Unused, ...] = ()
     unused_keys: tuple[Unused, ...] = ()
     unbound_kernels: Unused | None = None
+    unchecked_kernels: tuple[Unused, ...] = ()
 
     def format(self) -> str:
         """The report as the ``customop gen`` command prints it.
@@ -303,6 +282,9 @@ class CodegenReport(_Model):
         if self.unbound_kernels is not None:
             lines.append("unbound kernels (give --kernels MODULE to register them):")
             lines.append(self._item(self.unbound_kernels, "kernel"))
+        if self.unchecked_kernels:
+            lines.append("kernels not checked (their module cannot be found from here):")
+            lines += [self._item(item, "kernel") for item in self.unchecked_kernels]
         return "\n".join(lines)
 
     def _item(self, item: Unused, noun: str) -> str:
@@ -310,7 +292,7 @@ class CodegenReport(_Model):
         return f"  {item.name}: {counted}, first at {self.path}:{item.first_line}"
 
 
-def _tally(found: list[tuple[str, int]]) -> tuple[Unused, ...]:
+def tally(found: list[tuple[str, int]]) -> tuple[Unused, ...]:
     """``(name, line)`` pairs to one `Unused` per name, in order of first appearance."""
     counts: dict[str, int] = {}
     first: dict[str, int] = {}
@@ -359,8 +341,8 @@ class DeclarationFile(_Model):
             operators=len({d.name.qualified_name for d in decls}),
             namespaces=self.namespaces,
             registrations=sum(b.kernel is not None for d in decls for b in d.dispatch),
-            unused_fields=_tally(fields),
-            unused_keys=_tally(keys),
+            unused_fields=tally(fields),
+            unused_keys=tally(keys),
             unbound_kernels=(
                 Unused(name="bare names", count=len(unbound), first_line=unbound[0][1])
                 if unbound

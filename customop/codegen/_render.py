@@ -1,9 +1,10 @@
 """The registration module: one DEF library per namespace, one IMPL library per key.
 
-Kernels are imported eagerly, at the top of the module, and registered as
-the very function objects the YAML names: a call dispatches straight to the
-kernel, with no trampoline frame (DESIGN §8), and a wrong kernel path fails
-when the module is imported rather than at some later first call.
+Kernels are looked up eagerly, when the module is imported, and registered
+as the very function objects the YAML names: a call dispatches straight to
+the kernel, with no trampoline frame (DESIGN §8), and a wrong kernel path
+fails when the module is imported rather than at some later first call, with
+an ImportError naming the YAML file and line (the module's ``_kernel``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import re
 from pathlib import Path
 
 from customop.codegen import _templates as t
-from customop.codegen._model import Declaration, DeclarationFile
+from customop.codegen._model import CppKernel, Declaration, DeclarationFile, KernelPath
 from customop.codegen._names import python_name
 from customop.codegen._tables import CUSTOMOP_KEYS
 
@@ -71,7 +72,25 @@ def _define(var: str, decl: Declaration) -> str:
     return f"{var}.define({py_string(decl.define_text)}{tags})"
 
 
-def _namespace_blocks(namespace: str, decls: list[Declaration]) -> tuple[str, list[str]]:
+def _lookup(kernel: KernelPath | CppKernel, key: str, op: str, where: str) -> str:
+    """The expression that loads a kernel in the generated module, naming its YAML line.
+
+    A C++ kernel is ``customop.cpp.kernel(...)``, looked up the same way (so a
+    missing ``customop[cpp]`` is also an ImportError naming the line).
+    """
+    at = py_string(where)
+    if isinstance(kernel, CppKernel):
+        loader = f"_kernel({py_string(kernel.module)}, {py_string('kernel')}, {at})"
+        return (
+            f"{loader}({py_string(kernel.library)}, {py_string(kernel.name)}, "
+            f"op={py_string(op)}, key={py_string(key)}, relative_to=__file__)"
+        )
+    return f"_kernel({py_string(kernel.module)}, {py_string(kernel.qualname)}, {at})"
+
+
+def _namespace_blocks(
+    namespace: str, decls: list[Declaration], source: str
+) -> tuple[str, list[str]]:
     """The DEF block and the IMPL blocks of one namespace, and their variable names."""
     def_var = f"_def_{namespace}"
     blocks = [
@@ -87,8 +106,9 @@ def _namespace_blocks(namespace: str, decls: list[Declaration]) -> tuple[str, li
         overload = decl.name.name + (f".{decl.name.overload}" if decl.name.overload else "")
         for binding in decl.dispatch:
             if binding.kernel is not None:
-                fn = binding.kernel.expression_for(binding.key, str(decl.name))
-                impls.setdefault(binding.key, []).append((overload, fn))
+                where = f"{source}:{binding.line}"
+                lookup = _lookup(binding.kernel, binding.key, str(decl.name), where)
+                impls.setdefault(binding.key, []).append((overload, lookup))
     for key in (key for key in CUSTOMOP_KEYS if key in impls):
         impl_var = f"_impl_{namespace}_{key}"  # keys have no '_', so this is unique
         lines = "\n".join(f"{impl_var}.impl({py_string(op)}, {fn})" for op, fn in impls[key])
@@ -118,12 +138,9 @@ def render_registration(declarations: DeclarationFile, module: str) -> str:
     """
     source = source_name(declarations)
     namespaces = declarations.namespaces
-    modules = sorted(
-        {b.kernel.module for d in declarations.declarations for b in d.dispatch if b.kernel}
-    )
     blocks, library_names = [], []
     for namespace, decls in declarations.by_namespace().items():
-        block, names = _namespace_blocks(namespace, decls)
+        block, names = _namespace_blocks(namespace, decls, source)
         blocks.append(block)
         library_names += names
     exported = sorted([*map(python_name, namespaces), "unregister"])
@@ -132,7 +149,6 @@ def render_registration(declarations: DeclarationFile, module: str) -> str:
         source=source,
         module=module,
         example=python_name(namespaces[0]) if namespaces else "unregister",
-        kernel_imports="".join(f"\nimport {name}" for name in modules) + "\n",
         all=", ".join(py_string(name) for name in exported),
         libraries="\n".join(blocks),
         libraries_tuple=py_tuple(library_names),

@@ -31,18 +31,38 @@ $header
 """The operators declared in $source: importing this module registers them.
 
 It defines each operator in one DEF library per namespace and registers each
-kernel in one IMPL library per namespace and dispatch key. The kernel modules
-are imported here, once, so each call runs the kernel itself. For calls that
-mypy checks, import the namespaces from here ($module.pyi describes them):
+kernel in one IMPL library per namespace and dispatch key. The kernels are
+looked up here, once, so each call runs the kernel itself; one that cannot be
+loaded is an ImportError naming its line of $source. For calls that mypy
+checks, import the namespaces from here ($module.pyi describes them):
 
     from $module import $example
 """
 
 from __future__ import annotations
 
+import importlib as _importlib
+
 import customop as _customop
-$kernel_imports
+
 __all__ = [$all]
+
+
+def _kernel(module: str, qualname: str, where: str) -> object:
+    """The kernel ``module:qualname``, named at ``where`` (``file:line``) of $source."""
+    try:
+        found: object = _importlib.import_module(module)
+        for part in qualname.split("."):
+            found = getattr(found, part)
+    except Exception as error:
+        raise ImportError(
+            f"{where}: kernel {module}:{qualname} cannot be loaded "
+            f"({type(error).__name__}: {error}). Importing $module registers every "
+            "kernel that $source names. Fix the kernel's path at that line and run "
+            "customop gen again."
+        ) from error
+    return found
+
 $libraries
 
 _LIBRARIES = $libraries_tuple

@@ -12,7 +12,7 @@ carries the Fake key itself.
 from __future__ import annotations
 
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from customop.dispatch import DispatchKey, LocalKeysGuard, include_keys
 from customop.symbolic import IntLike
@@ -23,6 +23,7 @@ from customop.tensor import (
     FakeTensor,
     ShapeEnv,
     SymInt,
+    Tensor,
     dense_like,
     device_of,
     dtype,
@@ -34,6 +35,9 @@ __all__ = ["FakeTensorMode"]
 
 _new_object = object.__new__
 
+#: An array type `from_real` fakes: the fake is typed as the array it stands in for.
+TensorT = TypeVar("TensorT", bound=Tensor)
+
 
 class FakeTensorMode:
     """``with FakeTensorMode() as mode:`` ops compute metadata, not data."""
@@ -42,8 +46,18 @@ class FakeTensorMode:
         self.shape_env = ShapeEnv() if shape_env is None else shape_env
         self._guards: list[tuple[LocalKeysGuard, Any]] = []
 
-    def from_real(self, x: Any, *, dynamic: tuple[int, ...] = ()) -> FakeTensor:
+    @overload
+    def from_real(self, x: FakeTensor, *, dynamic: tuple[int, ...] = ()) -> FakeTensor: ...
+
+    @overload
+    def from_real(self, x: TensorT, *, dynamic: tuple[int, ...] = ()) -> TensorT: ...
+
+    def from_real(self, x: Any, *, dynamic: tuple[int, ...] = ()) -> Any:
         """A fake with ``x``'s shape, dtype, device and strides (``dynamic``: dims made symbolic).
+
+        Typed as returning ``x``'s own type: the fake stands in for ``x``, so
+        ``op(mode.from_real(x))`` type-checks for an op annotated with ``x``'s
+        array type (as torch's FakeTensor is a ``torch.Tensor``).
 
         Args:
             x: a real array of a registered backend (or a fake, returned as is).

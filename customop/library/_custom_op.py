@@ -26,6 +26,7 @@ from customop.dispatch import (
 )
 from customop.dispatch import dispatcher as default_dispatcher
 from customop.exceptions import RegistrationError, SchemaError
+from customop.library._fake_impl import generated_fake
 from customop.library._hooks import device_keys, register_fake_on, register_kernel_on
 from customop.library._library import Library
 from customop.library._lifetime import (
@@ -61,6 +62,7 @@ __all__ = ["CustomOpDef", "custom_op", "live_definition"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
+Outputs = TypeVar("Outputs", bound=tuple[Any, ...])  # an op with several outputs
 
 
 class CustomOpDef(OpDefinition, Generic[P, R]):
@@ -302,17 +304,39 @@ class CustomOpDef(OpDefinition, Generic[P, R]):
         self._guard()
         return register_rule(self, spec, combine=combine)
 
+    # NOTE: typed by the op's outputs. One output: mypy checks `backward(ctx, grad)`
+    # against it, and `setup_context`'s `output`. A tuple of outputs (the first
+    # overload): `backward(ctx, *grads)` is checked at registration only.
+    @overload
     def register_autograd(
-        self,
-        backward: Callable[..., Any],
+        self: CustomOpDef[P, Outputs],
+        backward: Callable[..., object],
         /,
         *,
-        setup_context: Callable[..., Any] | None = None,
+        setup_context: Callable[[Any, tuple[Any, ...], Outputs], object] | None = None,
+    ) -> RegistrationHandle: ...
+
+    @overload
+    def register_autograd(
+        self,
+        backward: Callable[[Any, R], object],
+        /,
+        *,
+        setup_context: Callable[[Any, tuple[Any, ...], R], object] | None = None,
+    ) -> RegistrationHandle: ...
+
+    def register_autograd(
+        self,
+        backward: Callable[..., object],
+        /,
+        *,
+        setup_context: Callable[..., object] | None = None,
     ) -> RegistrationHandle:
         """Register the op's autograd formula (torch's ``register_autograd``).
 
         Args:
-            backward: ``backward(ctx, *grads)``, one gradient per input.
+            backward: ``backward(ctx, *grads)``: one gradient per output in, one
+                per input out.
             setup_context: ``setup_context(ctx, inputs, output)``, run after the forward.
 
         Returns:
@@ -441,6 +465,9 @@ def _define(
             kernels: dict[DispatchKey | str, Callable[..., Any]] = {key: body for key in keys}
             fn_name = getattr(fn, "__name__", "op")
             hint = f"{fn_name}.register_kernel('{{device}}', fn)"
+            fake = generated_fake(schema)
+            if fake is not None and DispatchKey.Meta not in kernels:
+                kernels[DispatchKey.Meta] = fake  # see generated_fake: torch's rule
             library.define(
                 schema, tags=options.tags, source=source, kernels=kernels, kernel_hint=hint
             )

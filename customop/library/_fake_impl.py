@@ -1,4 +1,4 @@
-"""Marking fake impls so that ``get_ctx()`` knows it is called from one.
+"""Marking fake impls so that ``get_ctx()`` knows it is called from one; the generated one.
 
 NOTE: no per-call wrapper. A wrapper that set a context variable around every
 fake impl call cost about 0.4 µs, most of the fake-mode call budget (1 µs).
@@ -13,9 +13,30 @@ from typing import Any
 
 from customop.dispatch import DispatchKey, OperatorHandle
 from customop.exceptions import RegistrationError
+from customop.schema import FunctionSchema
 from customop.tensor import FAKE_IMPL_CODES
 
-__all__ = ["refuse_fake_over_decomposition", "remember_fake_impl"]
+__all__ = ["generated_fake", "refuse_fake_over_decomposition", "remember_fake_impl"]
+
+
+def mutates_and_returns_nothing(*args: object, **kwargs: object) -> None:
+    """The generated fake impl of an op that writes its inputs and returns nothing."""
+    return None
+
+
+def generated_fake(schema: FunctionSchema) -> Callable[..., None] | None:
+    """The fake impl a ``@custom_op`` gets without ``register_fake``, or None.
+
+    torch's rule (``can_generate_trivial_fake_impl``): an op that writes to an
+    input and returns nothing (``-> ()``) has nothing to fake, so its fake impl
+    returns None. (A functional op returning nothing is suspicious; like torch,
+    it gets none.) It is registered as the op's ``Meta`` kernel, which the
+    ``Fake`` key uses when no fake impl is registered: ``register_fake``
+    overrides it without a warning, and removing that restores it.
+    """
+    if schema.returns or not schema.is_mutable:
+        return None
+    return mutates_and_returns_nothing
 
 
 def refuse_fake_over_decomposition(op: OperatorHandle, api: str) -> None:

@@ -8,7 +8,7 @@ they register (its handle: `handle_of`), for ops from ``@custom_op``,
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Final, TypeGuard, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Final, ParamSpec, TypeGuard, TypeVar, overload
 
 from customop.dispatch import Dispatcher, DispatchKey, OperatorHandle, RegistrationHandle
 from customop.dispatch import dispatcher as default_dispatcher
@@ -22,6 +22,11 @@ from customop.tensor import BUILTIN_DEVICES
 if TYPE_CHECKING:
     from customop.library._custom_op import CustomOpDef
     from customop.library._library import Library
+    from customop.ops import OpOverload
+
+    #: What the other overloads take: ops with no Python signature (not a CustomOpDef,
+    #: so that a fn that does not fit a CustomOpDef's signature is an error).
+    UntypedOp = str | OpOverload | OperatorHandle
 
 __all__ = [
     "device_keys",
@@ -33,6 +38,8 @@ __all__ = [
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 
 #: Device type names of the built-in backends (the tensor layer's table, one spelling);
 #: renamed PrivateUse backends add theirs per dispatcher.
@@ -187,9 +194,37 @@ def _dispatcher(lib: Library | None, dispatcher: Dispatcher | None) -> Dispatche
     return default_dispatcher if dispatcher is None else dispatcher
 
 
+# NOTE: the first @overload pair of each function types a `CustomOpDef` op:
+# mypy holds `fn` to the op's signature, as the methods of CustomOpDef do. Other
+# ops (names, OpOverloads of Library ops: `UntypedOp`) have no Python signature
+# to hold it to.
 @overload
 def register_kernel(
-    op: object,
+    op: CustomOpDef[P, R],
+    device_types: str | Sequence[str] | None,
+    fn: None = None,
+    /,
+    *,
+    lib: Library | None = None,
+    dispatcher: Dispatcher | None = None,
+) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
+
+
+@overload
+def register_kernel(
+    op: CustomOpDef[P, R],
+    device_types: str | Sequence[str] | None,
+    fn: Callable[P, R],
+    /,
+    *,
+    lib: Library | None = None,
+    dispatcher: Dispatcher | None = None,
+) -> Callable[P, R]: ...
+
+
+@overload
+def register_kernel(
+    op: UntypedOp,
     device_types: str | Sequence[str] | None,
     fn: None = None,
     /,
@@ -201,7 +236,7 @@ def register_kernel(
 
 @overload
 def register_kernel(
-    op: object,
+    op: UntypedOp,
     device_types: str | Sequence[str] | None,
     fn: F,
     /,
@@ -219,7 +254,7 @@ def register_kernel(
     *,
     lib: Library | None = None,
     dispatcher: Dispatcher | None = None,
-) -> F | Callable[[F], F]:
+) -> Any:
     """Register ``fn`` as ``op``'s kernel for ``device_types``, as torch.library's does.
 
     NOTE: decorator-or-call, as in torch: without ``fn`` this returns a
@@ -250,7 +285,31 @@ def register_kernel(
 
 @overload
 def register_fake(
-    op: object,
+    op: CustomOpDef[P, R],
+    fn: None = None,
+    /,
+    *,
+    lib: Library | None = None,
+    dispatcher: Dispatcher | None = None,
+    allow_override: bool = True,
+) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
+
+
+@overload
+def register_fake(
+    op: CustomOpDef[P, R],
+    fn: Callable[P, R],
+    /,
+    *,
+    lib: Library | None = None,
+    dispatcher: Dispatcher | None = None,
+    allow_override: bool = True,
+) -> Callable[P, R]: ...
+
+
+@overload
+def register_fake(
+    op: UntypedOp,
     fn: None = None,
     /,
     *,
@@ -262,7 +321,7 @@ def register_fake(
 
 @overload
 def register_fake(
-    op: object,
+    op: UntypedOp,
     fn: F,
     /,
     *,
@@ -280,7 +339,7 @@ def register_fake(
     lib: Library | None = None,
     dispatcher: Dispatcher | None = None,
     allow_override: bool = True,
-) -> F | Callable[[F], F]:
+) -> Any:
     """Register ``fn`` as ``op``'s fake impl, as ``torch.library.register_fake``.
 
     A call or a decorator (see `register_kernel`), returning ``fn``; its handle

@@ -94,6 +94,10 @@ def walk(annotation: object, site: Site) -> Shape:
     if form is not None:
         return typing.cast(_Form, form)(annotation, site)
     base = lookup_annotation(key)
+    if base is None and hasattr(key, "__value__") and type(key).__name__ == "TypeAliasType":
+        # `type Array = ...` (typing or typing_extensions), such as numpy >= 2.5's
+        # NDArray: its value is what it means.
+        return walk(key.__value__, site)
     if base is None:
         site.fail(
             f"{site.annotated(annotation)} has no schema type",

@@ -38,7 +38,9 @@ from customop.tensor._factory import new_empty
 from customop.tensor._fake import FakeTensor
 from customop.tensor._install import FAKE_KEYS
 from customop.tensor._install import install_backends
+from customop.tensor._protocol import AnyTensor
 from customop.tensor._protocol import Tensor
+from customop.tensor._protocol import TensorOps
 from customop.symbolic import DataDependentError
 from customop.symbolic import ShapeEnv
 from customop.symbolic import SymInt
@@ -83,6 +85,7 @@ __internal__ = (
 )
 
 __all__ = [  # noqa: RUF022 -- plain sorted() order, which tests/test_public_api.py checks
+    "AnyTensor",
     "ArrayAdapter",
     "CURRENT_FAKE_MODE",
     "CheckError",
@@ -95,6 +98,7 @@ __all__ = [  # noqa: RUF022 -- plain sorted() order, which tests/test_public_api
     "SymBool",
     "SymInt",
     "Tensor",
+    "TensorOps",
     "adapter_for",
     "bfloat16",
     "bool_",

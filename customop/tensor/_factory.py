@@ -28,8 +28,9 @@ and implements `FakeTensorFactory`.
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from contextvars import ContextVar
-from typing import Any, Final, NoReturn, Protocol
+from typing import TYPE_CHECKING, Any, Final, Literal, NoReturn, Protocol, TypeVar, overload
 
 from customop.dispatch import Dispatcher
 from customop.dispatch import dispatcher as default_dispatcher
@@ -44,6 +45,10 @@ from customop.tensor._device import Device, DeviceLike, to_device
 from customop.tensor._dtype import DTypeLike, dtype, float32, to_dtype
 from customop.tensor._fake import FakeTensor, ShapeLike, to_shape
 from customop.tensor._fake_methods import check_layout
+from customop.tensor._protocol import Tensor
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "CURRENT_FAKE_MODE",
@@ -87,6 +92,15 @@ PLAIN_FAKE_FACTORIES: Final[set[type]] = set()
 
 _new_object = object.__new__
 
+# NOTE: a fake stands in for the array it fakes. For mypy, `empty_like(x)` and
+# `new_empty(x, ...)` have x's type, whatever they return at run time (a real
+# array, or under a fake mode the fake that stands in for it), as torch's
+# FakeTensor is a torch.Tensor. So a fake impl annotated like its op
+# (`def _(x: NDArray) -> NDArray: return empty_like(x)`) type-checks. Each
+# function has an @overload pair: one FakeTensor -> FakeTensor, one for any
+# other Tensor type.
+TensorT = TypeVar("TensorT", bound=Tensor)
+
 
 def current_fake_mode() -> FakeTensorFactory | None:
     """The active fake mode, or None outside every mode.
@@ -103,6 +117,39 @@ def _fake_wanted(sizes: tuple[IntLike, ...]) -> bool:
 
 def _concrete(sizes: tuple[IntLike, ...]) -> tuple[int, ...]:
     return tuple(size for size in sizes if isinstance(size, int))
+
+
+@overload
+def empty(
+    shape: int | Sequence[int],
+    *,
+    dtype: DTypeLike = float32,
+    device: Literal["cpu"] = "cpu",
+    dispatcher: Dispatcher | None = None,
+    layout: object = None,
+) -> np.ndarray[Any, np.dtype[Any]]: ...
+
+
+@overload
+def empty(
+    shape: ShapeLike,
+    *,
+    dtype: DTypeLike = float32,
+    device: Literal["meta"],
+    dispatcher: Dispatcher | None = None,
+    layout: object = None,
+) -> FakeTensor: ...
+
+
+@overload
+def empty(
+    shape: ShapeLike,
+    *,
+    dtype: DTypeLike = float32,
+    device: DeviceLike = "cpu",
+    dispatcher: Dispatcher | None = None,
+    layout: object = None,
+) -> Tensor: ...
 
 
 def empty(
@@ -131,6 +178,9 @@ def empty(
     Returns:
         A `FakeTensor` inside a fake mode, for a symbolic size or on the ``meta``
         device; else a numpy array on the cpu, or an array of the device's backend.
+        For mypy: a numpy array for int sizes on the cpu (under a fake mode, the
+        fake stands in for it), a `FakeTensor` on ``meta``, else a `Tensor`
+        (in a fake impl, `new_empty` keeps the reference array's type).
 
     Raises:
         ValueError: a size is negative, ``layout`` is not the dense one, or no
@@ -155,6 +205,26 @@ def empty(
     return adapter.empty(_concrete(sizes), element, where)
 
 
+@overload
+def empty_like(
+    x: FakeTensor,
+    *,
+    dtype: DTypeLike | None = None,
+    device: DeviceLike | None = None,
+    dispatcher: Dispatcher | None = None,
+) -> FakeTensor: ...
+
+
+@overload
+def empty_like(
+    x: TensorT,
+    *,
+    dtype: DTypeLike | None = None,
+    device: DeviceLike | None = None,
+    dispatcher: Dispatcher | None = None,
+) -> TensorT: ...
+
+
 def empty_like(
     x: Any,
     *,
@@ -163,6 +233,9 @@ def empty_like(
     dispatcher: Dispatcher | None = None,
 ) -> Any:
     """A new uninitialised array with ``x``'s shape (and dtype and device, unless given).
+
+    Typed as returning ``x``'s own type: a fake made in a fake mode stands in
+    for the array it fakes.
 
     Args:
         x: the array (or fake) to copy the metadata of.
@@ -187,6 +260,28 @@ def empty_like(
     return _like("empty_like", x, None, dtype=dtype, device=device, dispatcher=dispatcher)
 
 
+@overload
+def new_empty(
+    x: FakeTensor,
+    shape: ShapeLike,
+    *,
+    dtype: DTypeLike | None = None,
+    device: DeviceLike | None = None,
+    dispatcher: Dispatcher | None = None,
+) -> FakeTensor: ...
+
+
+@overload
+def new_empty(
+    x: TensorT,
+    shape: ShapeLike,
+    *,
+    dtype: DTypeLike | None = None,
+    device: DeviceLike | None = None,
+    dispatcher: Dispatcher | None = None,
+) -> TensorT: ...
+
+
 def new_empty(
     x: Any,
     shape: ShapeLike,
@@ -196,6 +291,8 @@ def new_empty(
     dispatcher: Dispatcher | None = None,
 ) -> Any:
     """A new uninitialised array of ``shape``, with ``x``'s backend, dtype and device.
+
+    Typed as returning ``x``'s own type, as `empty_like` is.
 
     Args:
         x: the array (or fake) whose backend, dtype and device to use.

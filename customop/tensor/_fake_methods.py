@@ -110,7 +110,8 @@ class FakeTensorMethods(FakeFields):
         check_layout(layout, "FakeTensor.new_empty")
         from customop.tensor._factory import new_empty  # noqa: PLC0415 -- it imports _fake
 
-        result: FakeTensor = new_empty(self, _sizes("new_empty", size), dtype=dtype, device=device)
+        fake: Any = self  # a FakeTensor (this mixin's class); mypy sees only the mixin
+        result: FakeTensor = new_empty(fake, _sizes("new_empty", size), dtype=dtype, device=device)
         return result
 
     def new_zeros(

@@ -405,7 +405,8 @@ def _op_entry(op: object) -> tuple[str, OperatorHandle, str]:
             "a @custom_op function, or an OperatorHandle (dispatcher.find_op(...))."
         )
     name = handle.name
-    return str(name), handle, _identifier(name.name.strip("_") or "op")
+    # The op's own name, trailing "_" of a mutating op included (torch.fx: `add_`).
+    return str(name), handle, _identifier(name.name.lstrip("_") or "op")
 
 
 def _identifier(text: str) -> str:

@@ -3,8 +3,10 @@
 Both draw one box per node (inputs rounded, calls as rectangles, the output
 as a trapezoid), labelled with the input's name or the call's op, and the
 value's metadata; one edge per value a node uses, labelled with the output
-index when it is one output of several. Ids are ``n<index>``, so the text
-depends only on the graph.
+index when it is one output of several. A call that writes an input gets a
+dashed *ordering* edge, labelled ``writes x``, to every later node that reads
+``x``: that node reads the written value (see `ordering_edges`). Ids are
+``n<index>``, so the text depends only on the graph.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from customop.trace._lint import refs
+from customop.trace._mutation import ordering_edges
 from customop.trace._node import Node, NodeKind
 from customop.trace._printer import FUNCTION_NAME
 
@@ -64,6 +67,9 @@ def mermaid(graph: Graph) -> str:
         for source, item in _edges(node):
             arrow = "-->" if item is None else f"-->|{item}|"
             lines.append(f"    n{source} {arrow} n{node.index}")
+    for edge in ordering_edges(graph):
+        label = _mermaid_text(f"writes {edge.value}")
+        lines.append(f'    n{edge.writer} -.->|"{label}"| n{edge.reader}')
     return "\n".join(lines)
 
 
@@ -94,5 +100,8 @@ def dot(graph: Graph) -> str:
         for source, item in _edges(node):
             attrs = "" if item is None else f' [label="{item}"]'
             lines.append(f"    n{source} -> n{node.index}{attrs};")
+    for edge in ordering_edges(graph):
+        label = _dot_text(f"writes {edge.value}")
+        lines.append(f'    n{edge.writer} -> n{edge.reader} [style=dashed, label="{label}"];')
     lines.append("}")
     return "\n".join(lines)

@@ -7,8 +7,10 @@
         relu = ops.mylib.relu.default(matmul)    # f32[s0, 4]
         return (relu,)
 
-One line per call node, named after its op (``relu``, ``relu_1``, ...), with
-the result's metadata as a comment. Comments line up two spaces after the
+One line per call node, named after its op (``relu``, ``relu_1``, ``fill_``,
+...), with the result's metadata as a comment, and for a call that writes
+an input, what it writes (``# writes x``: later readers read the written
+value). Comments line up two spaces after the
 longest statement that has one, but a statement longer than `ALIGN_LIMIT`
 characters neither counts nor is padded: its comment just follows it, so one
 long call does not push every comment far to the right.
@@ -18,7 +20,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from customop.trace._node import NodeKind
+from customop.trace._mutation import written
+from customop.trace._node import Node, NodeKind
 
 if TYPE_CHECKING:
     from customop.trace._graph import Graph
@@ -32,7 +35,7 @@ _INDENT: Final = "    "
 
 def graph_code(graph: Graph) -> str:
     signature = [n.code() for n in graph._nodes if n.kind is NodeKind.PLACEHOLDER]
-    body = [(n.code(), n.meta_text) for n in graph._nodes if n.kind is not NodeKind.PLACEHOLDER]
+    body = [(n.code(), _comment(n)) for n in graph._nodes if n.kind is not NodeKind.PLACEHOLDER]
     lines = [f"def {FUNCTION_NAME}({', '.join(signature)}):"]
     lines += [f"{_INDENT}# assumes {condition}" for condition in graph._assumptions]
     width = max(
@@ -44,3 +47,10 @@ def graph_code(graph: Graph) -> str:
     if not body:
         lines.append(_INDENT + "pass")
     return "\n".join(lines)
+
+
+def _comment(node: Node) -> str:
+    writes = ", ".join(ref.code for ref in written(node))
+    if not writes:
+        return node.meta_text
+    return f"{node.meta_text}; writes {writes}" if node.meta_text else f"writes {writes}"

@@ -38,7 +38,7 @@ def test_gen_options(tmp_path: Path, yaml_file: YamlFile) -> None:
         f"wrote {tmp_path / 'mine.pyi'}",
     ]
     module = (tmp_path / "mine.py").read_text()
-    assert '_impl_lib_CPU.impl("f", lib_kernels.f_cpu)' in module
+    assert '_impl_lib_CPU.impl("f", _kernel("lib_kernels", "f_cpu", "ops.yaml:3"))' in module
     assert "lib = _customop.ops.lib" in module
 
 
