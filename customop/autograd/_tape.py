@@ -204,7 +204,7 @@ class Tape:
         if formula is not None:
             ctx = AutogradContext(tuple([_needs(in_vars.get(i)) for i in range(count)]))
             if formula.setup_context is not None:
-                formula.setup_context(ctx, inputs, result)
+                _setup(formula, op, ctx, inputs, result)
         node = Node(op, formula, inputs, in_vars, ctx)
         outputs = tuple(result) if isinstance(result, tuple | list) else (result,)
         out_vars: list[Var | None] = []
@@ -226,6 +226,21 @@ class Tape:
         node.outputs = outputs
         node.out_vars = tuple(out_vars)
         self.nodes.append(node)
+
+
+def _setup(
+    formula: AutogradFormula, op: OperatorHandle, ctx: Any, inputs: tuple[Any, ...], result: Any
+) -> None:
+    """Run setup_context in its form: customop's (every input) or torch's (keyword-only apart)."""
+    setup = formula.setup_context
+    assert setup is not None
+    if not formula.torch_form:
+        setup(ctx, inputs, result)
+        return
+    arguments = op.schema.arguments
+    positional = tuple(v for a, v in zip(arguments, inputs, strict=True) if not a.kwarg_only)
+    keyword = {a.name: v for a, v in zip(arguments, inputs, strict=True) if a.kwarg_only}
+    setup(ctx, positional, keyword, result)
 
 
 def _needs(var: InputVar) -> bool:

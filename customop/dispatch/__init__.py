@@ -54,6 +54,7 @@ from customop.dispatch._local import DEFAULT_LOCAL as DEFAULT_LOCAL
 from customop.dispatch._local import LOCAL_KEYS as LOCAL_KEYS
 from customop.dispatch._local import local_state as local_state
 from customop.dispatch._operator import select_kernel as select_kernel
+from customop.dispatch._operator import is_live_kernel as is_live_kernel
 
 __internal__ = (
     "DEFAULT_LOCAL",
@@ -68,6 +69,7 @@ __internal__ = (
     "run_or_defer",
     "user_stacklevel",
     "select_kernel",
+    "is_live_kernel",
 )
 
 __all__ = [

@@ -19,6 +19,8 @@ from customop.dispatch import (
     DispatchKeySet,
     OperatorHandle,
     RegistrationHandle,
+    is_live_kernel,
+    select_kernel,
 )
 from customop.dispatch import dispatcher as default_dispatcher
 from customop.exceptions import MissingKernelError, RegistrationError
@@ -273,10 +275,20 @@ def get_kernel(
             f"(the table says {entry.reason!r}). Only a key with a kernel can give one. "
             f"Register one, or pick a key from dispatcher.dump_table({str(handle.name)!r})."
         )
-    keyset = DispatchKeySet(key)
+    # The kernel as it is now, as torch's get_kernel: a kernel registered later that
+    # calls this one must not reach itself through the table.
+    fn = select_kernel(handle, handle._state, DispatchKeySet(key).bits)
+    live = is_live_kernel(handle, key)
+    name = str(handle.name)
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
-        return handle.redispatch(keyset, *args, **kwargs)
+        if not live():
+            raise RegistrationError(
+                f"{api}: the {entry.key} kernel of {name!r} from {entry.source} has been "
+                "invalidated: its registration was removed (torch: 'has been invalidated'). "
+                "It no longer belongs to the op. Call get_kernel again for the current one."
+            )
+        return fn(*args, **kwargs)
 
     kernel.__name__ = kernel.__qualname__ = entry.kernel or f"{handle.name}.{entry.key}"
     kernel.__doc__ = f"{handle.name}'s {entry.key} kernel ({entry.reason}, from {entry.source})."

@@ -19,7 +19,7 @@ from customop.dispatch import (
 from customop.dispatch import dispatcher as default_dispatcher
 from customop.exceptions import RegistrationError
 from customop.library._fake_impl import remember_fake_impl
-from customop.library._spellings import TagsLike, read_tags
+from customop.library._spellings import TagsLike, op_name_text, read_tags
 from customop.ops import canonical_dtypes, check_signature
 from customop.schema import (
     FunctionSchema,
@@ -195,7 +195,7 @@ class Library:
 
     def impl(
         self,
-        name: str,
+        name: str | object,
         fn: Callable[..., Any],
         dispatch_key: KeyLike | None = None,
         *,
@@ -215,7 +215,8 @@ class Library:
         a warning). ``source`` is as for `define`.
 
         Args:
-            name: the op, as ``"op"``, ``"op.overload"`` or ``"ns::op"`` (in this
+            name: the op, as ``"op"``, ``"op.overload"``, ``"ns::op"`` or an op object
+                (a customop or torch `OpOverload` or packet) (in this
                 library's namespace); it may be defined later.
             fn: the kernel, called with the op's arguments.
             dispatch_key: the key ``fn`` serves (a `DispatchKey` or its name);
@@ -238,6 +239,12 @@ class Library:
             DispatchKeyError: ``dispatch_key`` is not a dispatch key.
         """
         api = "Library.impl"
+        name = op_name_text(name)  # torch code passes op objects too
+        if not isinstance(name, str):
+            raise TypeError(
+                f"{api}: expected the op's name or op object, got {name!r:.200}. The kernel "
+                "is registered for a named op. Pass 'op', 'op.overload', 'ns::op' or the op."
+            )
         self._check_open(api, name)
         op = self._qualify(name, api)
         key = self._key(dispatch_key, f"{api}({str(op)!r})")  # a bad key's error names the op

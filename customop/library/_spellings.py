@@ -9,12 +9,14 @@ tag strings, a tuple of names, a key or None.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable
 from typing import Any, TypeAlias
 
+from customop.ops import OpOverload, OpOverloadPacket
 from customop.schema import MutatesArgs
 
-__all__ = ["TagsLike", "read_mutates_args", "read_tags", "tag_name"]
+__all__ = ["TagsLike", "op_name_text", "read_mutates_args", "read_tags", "tag_name"]
 
 #: A tag, or several: a str, a ``torch.Tag`` (read by its name), or an iterable of them.
 TagsLike: TypeAlias = Any
@@ -24,6 +26,23 @@ def _is_torch_tag(value: object) -> bool:
     # Recognised by type name, so `import customop` never imports torch.
     kind = type(value)
     return kind.__name__ == "Tag" and kind.__module__.partition(".")[0] == "torch"
+
+
+def op_name_text(op: object) -> object:
+    """An op object torch code passes where a name goes, as its name text.
+
+    ``Library.impl(torch.ops.ns.f.default, ...)`` and the same with a customop
+    `OpOverload` or packet; a str (or anything else, for the caller to refuse)
+    comes back as given.
+    """
+    if isinstance(op, OpOverload | OpOverloadPacket):
+        return str(op.name)
+    torch_ops = sys.modules.get("torch._ops")  # a torch op exists only once torch is imported
+    if torch_ops is not None and isinstance(op, torch_ops.OpOverload):
+        return str(op.name())
+    if torch_ops is not None and isinstance(op, torch_ops.OpOverloadPacket):
+        return str(op._qualified_op_name)
+    return op
 
 
 def tag_name(value: object) -> object:

@@ -26,11 +26,16 @@ from typing import Any, Final
 
 import torch
 
-from customop.adapter import select_kernel
+from customop.adapter import definition_of, select_kernel
 from customop.dispatch import DispatchKey, DispatchKeySet, OperatorHandle, epoch
 from customop.exceptions import RegistrationError
 from customop.schema import FunctionSchema
-from customop.torch._autograd import has_formula, register_formula
+from customop.torch._autograd import (
+    AUTOGRAD_KEYS,
+    autograd_trampoline,
+    has_formula,
+    register_formula,
+)
 from customop.torch._fake import fake_trampoline
 
 __all__ = ["BACKEND_INDICES", "BACKEND_KEYS", "TorchMirror", "mutated_positions", "torch_uniform"]
@@ -60,14 +65,21 @@ _TORCH_BACKENDS: Final = (
     DispatchKey.Meta,
 )
 _REACHABLE: dict[tuple[object, int], tuple[int, ...]] = {}
+#: Whether a backend name is a torch device type, asked once per name: Dynamo may
+#: trace a trampoline, and cannot trace the RuntimeError torch.device raises.
+_TORCH_DEVICES: dict[str, bool] = {}
 
 
 def _is_torch_device(name: str) -> bool:
-    try:
-        torch.device(name)
-    except RuntimeError:
-        return False
-    return True
+    found = _TORCH_DEVICES.get(name)
+    if found is None:
+        try:
+            torch.device(name)
+            found = True
+        except RuntimeError:
+            found = False
+        _TORCH_DEVICES[name] = found
+    return found
 
 
 def _reachable(handle: OperatorHandle) -> tuple[int, ...]:
@@ -155,21 +167,27 @@ class TorchMirror:
             for key in _KERNEL_KEYS
             if key in registered and not (key is DispatchKey.Meta and has_fake)
         )
-        return (keys, has_fake, has_formula(self.handle))
+        # An Autograd alias kernel serves every backend's autograd key, in both.
+        everywhere = DispatchKey.Autograd in registered
+        autograd = tuple(k for k in AUTOGRAD_KEYS if everywhere or k in registered)
+        # torch's custom_op gives every op an autograd kernel: backward through
+        # one without a formula raises torch's "no autograd formula" error.
+        defined = definition_of(self.handle, self.handle.dispatcher) is not None
+        return (keys, autograd, has_fake, defined or has_formula(self.handle))
 
     def sync(self) -> None:
         """Make torch's kernels, fake and formula follow which ones customop has now."""
         wanted = self._wanted_now()
         if wanted == self._wanted:
             return
-        keys, has_fake, formula = wanted
+        _reachable(self.handle)  # here, not first inside a trampoline Dynamo may trace
         old, self._impl_lib = self._impl_lib, None
         if old is not None:
             old._destroy()
         self._wanted = None
         lib = _library.Library(self.schema.namespace, "FRAGMENT")
         try:
-            self._register(lib, keys, has_fake, formula)  # type: ignore[arg-type]
+            self._register(lib, *wanted)  # type: ignore[arg-type]
         except BaseException:
             lib._destroy()
             raise
@@ -177,13 +195,20 @@ class TorchMirror:
         self._wanted = wanted
 
     def _register(
-        self, lib: Any, keys: tuple[DispatchKey, ...], has_fake: bool, formula: object
+        self,
+        lib: Any,
+        keys: tuple[DispatchKey, ...],
+        autograd: tuple[DispatchKey, ...],
+        has_fake: bool,
+        formula: bool,
     ) -> None:
         name = self.schema.name
         assert name is not None
         impl_name = f"{name.name}.{name.overload}" if name.overload else name.name
         for key in keys:
             lib.impl(impl_name, _backend_trampoline(self.handle, key), key.name)
+        for key in autograd:
+            lib.impl(impl_name, autograd_trampoline(self.handle, key), key.name)
         if has_fake:
             _library.register_fake(
                 f"{self.qualname}.{self.overload}" if name.overload else self.qualname,
@@ -191,7 +216,7 @@ class TorchMirror:
                 lib=lib,
             )
         if formula:
-            register_formula(self, lib)
+            register_formula(self.handle, self.torch_op, lib, impl_name)
         positions, names = mutated_positions(self.schema)
         if positions or names:
             self._register_version_bump(lib, impl_name, positions, names)

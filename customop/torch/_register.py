@@ -20,6 +20,7 @@ from customop.adapter import (
     RegistrationHandle,
     call_objects,
     install_call,
+    installed_call,
     on_call_object,
     operator_handle,
 )
@@ -50,7 +51,14 @@ class _Mirrored:
 
     def install(self, obj: Any) -> None:
         """Give ``obj`` (a CustomOpDef, OpOverload or packet) the torch-aware ``__call__``."""
-        self._installed.append(install_call(obj, self.call.function, self.call))
+        if installed_call(obj) is not self.call:
+            self._installed.append(install_call(obj, self.call.function, self.call))
+
+    def install_all(self, handle: OperatorHandle) -> None:
+        """Every call object of the op now (a ``@custom_op`` records its definition
+        after its def, so a namespace registered first meets the object later)."""
+        for obj in call_objects(handle):
+            self.install(obj)
 
     def shortcut(self, holder: Any, name: str, value: Any) -> None:
         """Put ``value`` in ``holder``'s instance dict, so Dynamo needs no ``__getattr__``."""
@@ -122,6 +130,7 @@ class _Registry(OperatorListener):
         mirrored = self.live.get(op.name)
         if mirrored is not None and op.has_schema:
             mirrored.mirror.sync()
+            mirrored.install_all(op)
 
     def adopt(self, overload: OpOverload) -> None:
         """A new OpOverload of a mirrored op calls through the torch-aware code."""
@@ -134,8 +143,7 @@ class _Registry(OperatorListener):
     def mirror(self, handle: OperatorHandle) -> None:
         mirrored = _Mirrored(handle)
         self.live[handle.name] = mirrored
-        for obj in call_objects(handle):
-            mirrored.install(obj)
+        mirrored.install_all(handle)
         if handle.dispatcher is default_dispatcher:
             _shortcuts(mirrored, handle)
 
