@@ -167,6 +167,36 @@ def test_get_kernel_refuses_missing_and_alias_keys(dispatcher: Dispatcher) -> No
         get_kernel("free::inc", "Autograd", dispatcher=dispatcher)
 
 
+def test_get_kernel_gives_the_kernel_as_it_was(dispatcher: Dispatcher) -> None:
+    # torch's get_kernel: a kernel registered later may call the one it overrides.
+    lib = Library("free", "FRAGMENT", dispatcher=dispatcher)
+    lib.define("inc(Tensor x) -> Tensor")
+    lib.impl("inc", lambda x: x + 1, "CPU")
+    old = get_kernel("free::inc", "CPU", dispatcher=dispatcher)
+    with pytest.warns(KernelOverrideWarning):
+        newer = lib.impl("inc", lambda x: old(x) * 10, "CPU")
+    np.testing.assert_array_equal(dispatcher.find_op("free::inc")(np.zeros(1)), [10.0])
+    current = get_kernel("free::inc", "CPU", dispatcher=dispatcher)
+    newer.remove()
+    with pytest.raises(RegistrationError, match="has been invalidated"):
+        current(np.zeros(1))
+    np.testing.assert_array_equal(old(np.zeros(1)), [1.0])
+    lib.close()
+
+
+def test_impl_takes_op_objects(dispatcher: Dispatcher) -> None:
+    lib = Library("free", "FRAGMENT", dispatcher=dispatcher)
+    lib.define("inc(Tensor x) -> Tensor")
+    op = Ops(dispatcher).free.inc
+    for target, value in ((op.default, 1.0), (op, 2.0)):
+        handle = lib.impl(target, lambda x, value=value: x + value, "CPU")
+        np.testing.assert_array_equal(op(np.zeros(1)), [value])
+        handle.remove()
+    with pytest.raises(TypeError, match=r"^Library.impl: expected the op's name or op object"):
+        lib.impl(3, lambda x: x, "CPU")
+    lib.close()
+
+
 def test_handle_of_an_unregistered_function_says_so() -> None:
     def never(x: Any) -> Any:
         return x
