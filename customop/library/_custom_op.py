@@ -373,6 +373,8 @@ class _Specialized(CustomOpDef[Any, Any]):
         pass
 
 
+_PT2 = "pt2_compliant_tag"
+
 # Guards the one-time binding of a definition's OpOverload and call code.
 _bind_lock = RegistryLock()
 
@@ -436,9 +438,9 @@ def _define(
             kernels: dict[DispatchKey | str, Callable[..., Any]] = {key: body for key in keys}
             fn_name = getattr(fn, "__name__", "op")
             hint = f"{fn_name}.register_kernel('{{device}}', fn)"
-            library.define(
-                schema, tags=options.tags, source=source, kernels=kernels, kernel_hint=hint
-            )
+            # torch's custom_op marks every op pt2_compliant_tag (once), first.
+            tags = (_PT2, *(tag for tag in options.tags if tag != _PT2))
+            library.define(schema, tags=tags, source=source, kernels=kernels, kernel_hint=hint)
         except BaseException:
             library.close()
             raise

@@ -34,7 +34,7 @@ from customop.library._hooks import (
 from customop.library._library import Library
 from customop.library._registered import remember_handle
 from customop.library._spellings import TagsLike, read_tags
-from customop.ops import canonical_dtypes, check_signature, operator_handle
+from customop.ops import canonical_dtypes, check_signature, count_writes, operator_handle
 from customop.schema import FunctionSchema, parse_operator_name, parse_schema
 from customop.tensor import BUILTIN_DEVICES
 
@@ -128,7 +128,7 @@ def _impl_now(
     if found is not None and found.has_schema:
         what = "fake impl" if keys == [DispatchKey.Fake] else "kernel"
         check_signature(fn, found.schema, api, what)
-        kernel = canonical_dtypes(fn, found.schema)
+        kernel = count_writes(canonical_dtypes(fn, found.schema), found.schema)
         if DispatchKey.Fake in keys:
             fake = canonical_dtypes(remember_fake_impl(fn, qualname), found.schema)
     handles = [
@@ -272,7 +272,8 @@ def get_kernel(
     if entry.reason in ("missing", "fallthrough"):
         raise MissingKernelError(
             f"{api}: {str(handle.name)!r} has no kernel for dispatch key {entry.key!r} "
-            f"(the table says {entry.reason!r}). Only a key with a kernel can give one. "
+            f"(the table says {entry.reason!r}; torch: no kernel for {entry.key} for "
+            f"{handle.name}). Only a key with a kernel can give one. "
             f"Register one, or pick a key from dispatcher.dump_table({str(handle.name)!r})."
         )
     # The kernel as it is now, as torch's get_kernel: a kernel registered later that

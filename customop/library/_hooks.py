@@ -15,7 +15,7 @@ from customop.dispatch import dispatcher as default_dispatcher
 from customop.exceptions import RegistrationError
 from customop.library._fake_impl import refuse_fake_over_decomposition, remember_fake_impl
 from customop.library._registered import remember_handle
-from customop.ops import canonical_dtypes, check_signature, operator_handle
+from customop.ops import canonical_dtypes, check_signature, count_writes, operator_handle
 from customop.tensor import BUILTIN_DEVICES
 
 if TYPE_CHECKING:
@@ -136,7 +136,7 @@ def _kernel_now(
     if lib is not None:
         handles = [lib.impl(str(handle.name), fn, key) for key in keys]
     else:
-        kernel = canonical_dtypes(fn, handle.schema)
+        kernel = count_writes(canonical_dtypes(fn, handle.schema), handle.schema)
         handles = [handle.dispatcher.register_impl(handle.name, k, kernel) for k in keys]
     return remember_handle(fn, one_handle(handles))
 

@@ -70,8 +70,10 @@ def check_mutates_against(schema: FunctionSchema, options: CustomOpOptions) -> N
         return
     written = set(schema.mutated_arguments)
     if written != set(options.mutates_args):
+        mutated = "{" + ", ".join(map(repr, sorted(written))) + "}"  # torch's phrase
         raise ValueError(
             f"custom_op: {options.name!r}: mutates_args={sorted(options.mutates_args)!r} but the "
-            f"schema writes {sorted(written)!r}. The schema's (a!) annotations are what callers "
-            "and tracing rely on. Make mutates_args name exactly the arguments the schema writes."
+            f"schema writes {sorted(written)!r} (the op mutates {mutated}). The schema's (a!) "
+            "annotations are what callers and tracing rely on. Make mutates_args name exactly "
+            "the arguments the schema writes."
         )

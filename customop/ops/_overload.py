@@ -26,6 +26,23 @@ from customop.schema import FunctionSchema, OperatorName
 __all__ = ["OpOverload", "bind_overload"]
 
 
+class _Tag(str):
+    """A tag name that compares equal to ``torch.Tag`` members by name (torch unimported)."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        kind = type(other)
+        if kind.__name__ == "Tag" and kind.__module__.partition(".")[0] == "torch":
+            return str.__eq__(self, other.name)  # type: ignore[attr-defined]
+        return str.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    __hash__ = str.__hash__
+
+
 class OpOverload:
     """``ops.<ns>.<name>.<overload>``: a pre-bound operator overload.
 
@@ -94,6 +111,15 @@ class OpOverload:
     def dispatcher(self) -> Dispatcher:
         """The dispatcher that this overload's calls go through."""
         return self._handle.dispatcher
+
+    @property
+    def tags(self) -> list[str]:
+        """The op's tags, as torch's ``OpOverload.tags`` (a list).
+
+        Each is a str that also equals the ``torch.Tag`` member of its name, so
+        ``torch.Tag.pointwise in op.tags`` holds as it does in torch.
+        """
+        return [_Tag(tag) for tag in self._handle.tags]
 
     @property
     def is_current(self) -> bool:

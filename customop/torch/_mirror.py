@@ -121,7 +121,7 @@ def mutated_positions(schema: FunctionSchema) -> tuple[tuple[int, ...], tuple[st
     positions: list[int] = []
     names: list[str] = []
     for index, arg in enumerate(schema.arguments):
-        if arg.alias_info is not None and arg.alias_info.is_write:
+        if arg.is_write:  # Tensor(a!), and lists: Tensor(a!)[], Tensor(a!)?[]
             (names.append(arg.name) if arg.kwarg_only else positions.append(index))
     return tuple(positions), tuple(names)
 

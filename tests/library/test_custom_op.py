@@ -271,9 +271,9 @@ def test_explicit_schema_must_agree_with_mutates_args(dispatcher: Dispatcher) ->
             dispatcher=dispatcher,
         )
     assert str(excinfo.value) == (
-        "custom_op: 'mylib::w': mutates_args=['x'] but the schema writes []. The schema's (a!) "
-        "annotations are what callers and tracing rely on. Make mutates_args name exactly the "
-        "arguments the schema writes."
+        "custom_op: 'mylib::w': mutates_args=['x'] but the schema writes [] (the op mutates "
+        "{}). The schema's (a!) annotations are what callers and tracing rely on. Make "
+        "mutates_args name exactly the arguments the schema writes."
     )
     ok = custom_op(
         "mylib::w",

@@ -160,8 +160,8 @@ def test_get_kernel_refuses_missing_and_alias_keys(dispatcher: Dispatcher) -> No
         get_kernel("free::inc", DispatchKey.CUDA, dispatcher=dispatcher)
     assert str(excinfo.value) == (
         "get_kernel: 'free::inc' has no kernel for dispatch key 'CUDA' (the table says "
-        "'missing'). Only a key with a kernel can give one. Register one, or pick a key from "
-        "dispatcher.dump_table('free::inc')."
+        "'missing'; torch: no kernel for CUDA for free::inc). Only a key with a kernel can give "
+        "one. Register one, or pick a key from dispatcher.dump_table('free::inc')."
     )
     with pytest.raises(DispatchKeyError, match=r"^get_kernel: 'Autograd' is an alias key\."):
         get_kernel("free::inc", "Autograd", dispatcher=dispatcher)

@@ -241,8 +241,8 @@ MESSAGES = {
     ),
     "e_mutate_missing_name": (
         "infer_schema: mutates_args of function 'e_mutate_missing_name' names 'y', which "
-        "is not among its parameters ('x'). Only the function's own arguments can be "
-        "mutated. Correct or remove the name."
+        "is not among its parameters ('x'): {'y'} in mutates_args were not found. Only the "
+        "function's own arguments can be mutated. Correct or remove the name."
     ),
     "e_mutates_bad_string": (
         "infer_schema: mutates_args of function 'e_mutates_bad_string' is 'all', not a "
