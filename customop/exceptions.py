@@ -15,6 +15,8 @@ and each subclasses the builtin that a caller would catch anyway::
     │   └── OpCheckError                opcheck found an op that breaks its schema or fake impl
     ├── RuntimeError
     │   ├── RegistrationError           a registration that conflicts or is malformed
+    │   │   ├── RegistrationValueError  ... a bad value where torch raises ValueError (also one)
+    │   │   └── UnsupportedError        ... what torch has not implemented (a NotImplementedError)
     │   ├── AutogradError               a gradient that cannot be computed, or is malformed
     │   │   └── GradcheckError          gradcheck found analytic and numeric gradients differ
     │   └── NotImplementedError
@@ -38,9 +40,11 @@ __all__ = [
     "MissingKernelError",
     "OpCheckError",
     "RegistrationError",
+    "RegistrationValueError",
     "SchemaError",
     "SchemaParseError",
     "UnknownOperatorError",
+    "UnsupportedError",
 ]
 
 
@@ -82,6 +86,16 @@ class UnknownOperatorError(LookupError):
 
 class RegistrationError(RuntimeError):
     """A registration conflicts with an existing one or is malformed."""
+
+
+class RegistrationValueError(RegistrationError, ValueError):
+    """A registration refused for a bad value (a namespace, a library kind, a schema)
+    where torch raises ValueError: torch code catching ValueError catches it too."""
+
+
+class UnsupportedError(RegistrationError, NotImplementedError):
+    """A registration torch does not support either (it raises NotImplementedError),
+    such as an autograd formula for an op with keyword-only tensor arguments."""
 
 
 class AutogradError(RuntimeError):

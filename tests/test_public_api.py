@@ -86,6 +86,7 @@ PUBLIC = {
         "register_blockwise",
         "register_fake",
         "register_kernel",
+        "register_torch_dispatch",
         "trace",
         "uint16",
         "uint32",
@@ -150,9 +151,11 @@ PUBLIC = {
         "MissingKernelError",
         "OpCheckError",
         "RegistrationError",
+        "RegistrationValueError",
         "SchemaError",
         "SchemaParseError",
         "UnknownOperatorError",
+        "UnsupportedError",
     ],
     "customop.fake": [
         "DebugCheckError",
@@ -185,6 +188,7 @@ PUBLIC = {
         "register_blockwise",
         "register_fake",
         "register_kernel",
+        "register_torch_dispatch",
     ],
     "customop.adapter": [
         "CallShape",

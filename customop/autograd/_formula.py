@@ -37,7 +37,7 @@ from customop.dispatch import (
     caller_source,
 )
 from customop.dispatch import dispatcher as default_dispatcher
-from customop.exceptions import RegistrationError
+from customop.exceptions import RegistrationError, UnsupportedError
 from customop.ops import OpDefinition, operator_handle
 from customop.schema import FunctionSchema
 
@@ -201,6 +201,19 @@ def check_formula(
             "formula maps input values to gradients, which a write in place invalidates "
             "(torch refuses this too). Make the op functional (return a new tensor), or "
             "register the formula on a functional op that calls it."
+        )
+    keyword_tensors = [
+        schema.arguments[i].name
+        for i, _ in schema.tensor_argument_positions
+        if schema.arguments[i].kwarg_only
+    ]
+    if keyword_tensors:
+        raise UnsupportedError(
+            f"{api}: {name} takes keyword-only tensor arguments "
+            f"({', '.join(map(repr, keyword_tensors))}); register_autograd with kwarg-only "
+            "Tensor args is not supported. torch passes no gradient to them, so a formula "
+            "would silently lose theirs once the op is registered in torch. Make those "
+            "tensors positional (before the '*'), or differentiate through another op."
         )
     if not schema.tensor_argument_positions:
         raise RegistrationError(

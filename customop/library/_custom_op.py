@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, overload
 
 from customop.autograd import register_autograd as register_formula
@@ -26,7 +27,13 @@ from customop.dispatch import (
 )
 from customop.dispatch import dispatcher as default_dispatcher
 from customop.exceptions import RegistrationError, SchemaError
-from customop.library._hooks import device_keys, register_fake_on, register_kernel_on
+from customop.library._enabled import kernel_enabled
+from customop.library._hooks import (
+    check_device_input,
+    device_keys,
+    register_fake_on,
+    register_kernel_on,
+)
 from customop.library._library import Library
 from customop.library._lifetime import (
     live_definition,
@@ -319,6 +326,25 @@ class CustomOpDef(OpDefinition, Generic[P, R]):
         self._guard()
         return register_formula(self, backward, setup_context=setup_context)
 
+    def set_kernel_enabled(
+        self, device_type: str, enabled: bool = True
+    ) -> AbstractContextManager[None]:
+        """Within the block, turn ``device_type``'s registered kernel off (or back on).
+
+        torch's ``CustomOpDef.set_kernel_enabled``: while disabled, calls on that
+        device run this op's own function; a log line (logger ``customop.library``)
+        says when there is nothing to change.
+
+        Args:
+            device_type: ``"cpu"``, ``"cuda"``, ...
+            enabled: False to disable the kernel, True to enable it again.
+
+        Returns:
+            A context manager.
+        """
+        self._guard()
+        return kernel_enabled(self, device_type, enabled)
+
     def register_dispatch_mode(self, mode: type, fn: Callable[..., Any]) -> RegistrationHandle:
         """Run ``fn(mode, op, types, args, kwargs)`` for this op while a ``mode`` is active.
 
@@ -417,6 +443,7 @@ def _define(
     options: CustomOpOptions, fn: Callable[P, R], dispatcher: Dispatcher
 ) -> CustomOpDef[P, R]:
     schema, choices = _schema_of(options, fn)
+    check_device_input(schema, options.device_types, "custom_op")
     keys = device_keys(dispatcher, options.device_types, "custom_op")
     source = caller_source()
     # One write under the registration lock: see `_lifetime`.

@@ -34,7 +34,7 @@ from customop.library._hooks import (
 from customop.library._library import Library
 from customop.library._registered import remember_handle
 from customop.library._spellings import TagsLike, read_tags
-from customop.ops import canonical_dtypes, check_signature, count_writes, operator_handle
+from customop.ops import canonical_dtypes, check_signature, operator_handle, prepare_kernel
 from customop.schema import FunctionSchema, parse_operator_name, parse_schema
 from customop.tensor import BUILTIN_DEVICES
 
@@ -128,7 +128,7 @@ def _impl_now(
     if found is not None and found.has_schema:
         what = "fake impl" if keys == [DispatchKey.Fake] else "kernel"
         check_signature(fn, found.schema, api, what)
-        kernel = count_writes(canonical_dtypes(fn, found.schema), found.schema)
+        kernel = prepare_kernel(fn, found.schema)
         if DispatchKey.Fake in keys:
             fake = canonical_dtypes(remember_fake_impl(fn, qualname), found.schema)
     handles = [

@@ -12,17 +12,25 @@ from typing import TYPE_CHECKING, Any, Final, TypeGuard, TypeVar, overload
 
 from customop.dispatch import Dispatcher, DispatchKey, OperatorHandle, RegistrationHandle
 from customop.dispatch import dispatcher as default_dispatcher
-from customop.exceptions import RegistrationError
+from customop.exceptions import RegistrationError, RegistrationValueError
 from customop.library._fake_impl import refuse_fake_over_decomposition, remember_fake_impl
 from customop.library._registered import remember_handle
-from customop.ops import canonical_dtypes, check_signature, count_writes, operator_handle
+from customop.ops import (
+    OpOverload,
+    canonical_dtypes,
+    check_signature,
+    operator_handle,
+    prepare_kernel,
+)
 from customop.tensor import BUILTIN_DEVICES
 
 if TYPE_CHECKING:
     from customop.library._custom_op import CustomOpDef
     from customop.library._library import Library
+    from customop.schema import FunctionSchema
 
 __all__ = [
+    "check_device_input",
     "device_keys",
     "one_handle",
     "register_fake",
@@ -78,6 +86,21 @@ def one_handle(handles: list[RegistrationHandle]) -> RegistrationHandle:
     return handles[0] if len(handles) == 1 else RegistrationHandle.group(handles)
 
 
+def check_device_input(schema: FunctionSchema, device_types: object, api: str) -> None:
+    """A kernel per device needs a call that names its device: a tensor or ``Device``."""
+    if device_types is None or device_types == "default" or schema.tensor_argument_positions:
+        return
+    if any(str(a.type).removesuffix("?") == "Device" for a in schema.arguments):
+        return
+    raise RegistrationValueError(
+        f"{api}: {str(schema.name)!r} takes no tensor and no Device argument ({schema}), "
+        f"so no call says which device's kernel to run (torch: Functions without tensor "
+        "inputs are required to have a `device: torch.device` argument). Add a `device: "
+        "torch.device` (Device) parameter, or register one kernel for every device "
+        "(device_types=None)."
+    )
+
+
 def register_kernel_on(
     library: Library,
     op: OperatorHandle,
@@ -86,6 +109,7 @@ def register_kernel_on(
 ) -> RegistrationHandle:
     """A kernel for ``op`` on each device type, owned by ``library``."""
     api = f"{op.name}.register_kernel"
+    check_device_input(op.schema, device_types, api)
     keys = device_keys(library.dispatcher, device_types, api)
     check_signature(fn, op.schema, api, "kernel")
     handles = [library.impl(str(op.name), fn, key) for key in keys]
@@ -110,11 +134,17 @@ def _is_custom_op(op: object) -> TypeGuard[CustomOpDef[Any, Any]]:
 
 
 def _by_name(op: object, lib: Library | None, dispatcher: Dispatcher | None) -> object:
-    """The live @custom_op definition a name refers to (as torch resolves names), else ``op``."""
-    if not isinstance(op, str) or lib is not None:
+    """The live @custom_op definition a name or an `OpOverload` of it refers to (as torch
+    resolves them: a redefinition removes what was registered through either), else ``op``."""
+    if lib is not None:
         return op
     from customop.library._custom_op import live_definition  # noqa: PLC0415 -- import cycle
 
+    if isinstance(op, OpOverload) and op.is_current:
+        found = live_definition(op.dispatcher, str(op.name))
+        return op if found is None or found.operator is not op.handle else found
+    if not isinstance(op, str):
+        return op
     found = live_definition(_dispatcher(None, dispatcher), op)
     return op if found is None else found
 
@@ -136,7 +166,7 @@ def _kernel_now(
     if lib is not None:
         handles = [lib.impl(str(handle.name), fn, key) for key in keys]
     else:
-        kernel = count_writes(canonical_dtypes(fn, handle.schema), handle.schema)
+        kernel = prepare_kernel(fn, handle.schema)
         handles = [handle.dispatcher.register_impl(handle.name, k, kernel) for k in keys]
     return remember_handle(fn, one_handle(handles))
 

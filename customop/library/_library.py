@@ -20,7 +20,7 @@ from customop.dispatch import dispatcher as default_dispatcher
 from customop.exceptions import RegistrationError
 from customop.library._fake_impl import remember_fake_impl
 from customop.library._spellings import TagsLike, op_name_text, read_tags
-from customop.ops import canonical_dtypes, check_signature, count_writes
+from customop.ops import canonical_dtypes, check_signature, prepare_kernel
 from customop.schema import (
     FunctionSchema,
     OperatorName,
@@ -186,10 +186,7 @@ class Library:
         elif name.namespace != self.ns:
             self._qualify(str(name), api)  # raises, naming both namespaces
         if kernels:
-            kernels = {
-                key: count_writes(canonical_dtypes(fn, parsed), parsed)
-                for key, fn in kernels.items()
-            }
+            kernels = {key: prepare_kernel(fn, parsed) for key, fn in kernels.items()}
         handle = self.dispatcher.register_def(
             parsed, tags=read_tags(tags), source=source, kernels=kernels, kernel_hint=kernel_hint
         )
@@ -286,8 +283,9 @@ class Library:
         # positional parameters have other names: it checks only that fn can take
         # the arguments (register_kernel and register_fake also check the names).
         check_signature(fn, found.schema, api, what, names=api != "Library.impl")
-        kernel = canonical_dtypes(fn, found.schema)
-        return kernel if key is DispatchKey.Fake else count_writes(kernel, found.schema)
+        if key is DispatchKey.Fake:
+            return canonical_dtypes(fn, found.schema)
+        return prepare_kernel(fn, found.schema)
 
     def register_fake(
         self, name: str, fn: Callable[..., Any], *, allow_override: bool = True

@@ -30,10 +30,11 @@ class CustomOpOptions(BaseModel):
     @classmethod
     def _check_name(cls, name: str) -> str:
         parsed = parse_operator_name(name)
-        if not parsed.namespace or parsed.overload:
+        if not parsed.namespace:
             raise ValueError(
-                f"name {name!r} must be 'namespace::name' (no overload). The namespace keeps "
-                "libraries apart. Write e.g. 'mylib::my_op'."
+                f"name {name!r} must be 'namespace::name' (or 'namespace::name.overload', "
+                "as torch's custom_op). The namespace keeps libraries apart. Write e.g. "
+                "'mylib::my_op'."
             )
         return name
 

@@ -31,7 +31,7 @@ from customop.ops._codegen import compile_function as compile_function
 from customop.ops._codegen import forget as forget
 from customop.ops._debugstate import debug_state as debug_state
 from customop.ops._dtype_args import canonical_dtypes as canonical_dtypes
-from customop.ops._written import count_writes as count_writes
+from customop.ops._written import prepare_kernel as prepare_kernel
 from customop.ops._identity import DEFINITION as DEFINITION
 from customop.ops._identity import OpDefinition as OpDefinition
 from customop.ops._identity import definition_of as definition_of
@@ -67,7 +67,7 @@ __internal__ = (
     "bind_overload",
     "can_generate",
     "canonical_dtypes",
-    "count_writes",
+    "prepare_kernel",
     "check_signature",
     "choice_checks",
     "debug_state",

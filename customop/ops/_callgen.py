@@ -122,6 +122,12 @@ class CallCode:
             type_checkable(a.type) or i in self.lists or i in self.values
             for i, a in enumerate(arguments)
         )
+        if not schema.tensor_argument_positions and any(
+            str(a.type).removesuffix("?") == "Device" for a in arguments
+        ):
+            # A factory op dispatches on its Device argument's value, which no
+            # argument type says: every call picks its kernel.
+            self.fast = False
         self.npos = sum(1 for arg in arguments if not arg.kwarg_only)
         self.keywords = tuple(arg.name for arg in arguments if arg.kwarg_only)
         self.required = tuple(i for i, arg in enumerate(arguments) if arg.default is None)

@@ -14,9 +14,11 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from customop.ops._device_args import canonical_devices
+from customop.ops._dtype_args import canonical_dtypes
 from customop.schema import FunctionSchema
 
-__all__ = ["count_writes"]
+__all__ = ["count_writes", "prepare_kernel"]
 
 
 def _bump(torch: Any, value: Any) -> None:
@@ -45,3 +47,9 @@ def count_writes(fn: Callable[..., Any], schema: FunctionSchema) -> Callable[...
 
     functools.update_wrapper(kernel, fn)  # dumps and errors name the user's function
     return kernel
+
+
+def prepare_kernel(fn: Callable[..., Any], schema: FunctionSchema) -> Callable[..., Any]:
+    """A kernel as customop calls it: ``ScalarType`` and ``Device`` arguments in the
+    kinds its parameters are annotated with, and the writes it makes counted."""
+    return count_writes(canonical_devices(canonical_dtypes(fn, schema), schema), schema)

@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import torch
 
 from customop.adapter import definition_of, select_kernel
 from customop.dispatch import DispatchKey, DispatchKeySet, OperatorHandle, epoch
 from customop.exceptions import RegistrationError
+from customop.library import TORCH_DISPATCH
 from customop.schema import FunctionSchema
 from customop.torch._autograd import (
     AUTOGRAD_KEYS,
@@ -126,6 +127,16 @@ def mutated_positions(schema: FunctionSchema) -> tuple[tuple[int, ...], tuple[st
     return tuple(positions), tuple(names)
 
 
+class _Wanted(NamedTuple):
+    """What torch gets for an op now; a change rebuilds its kernel library."""
+
+    keys: tuple[DispatchKey, ...]  # kernel keys, as in customop
+    autograd: tuple[DispatchKey, ...]  # per-backend autograd keys with customop kernels
+    fake: bool
+    formula: bool  # torch's autograd kernel: a formula, or a @custom_op's
+    rules: tuple[tuple[type, Callable[..., Any]], ...]  # torch dispatch rules
+
+
 class TorchMirror:
     """The torch side of one customop operator (overload)."""
 
@@ -138,7 +149,7 @@ class TorchMirror:
         self.overload = schema.name.overload or "default"
         self._def_lib: Any = _library.Library(schema.namespace, "FRAGMENT")
         self._impl_lib: Any = None
-        self._wanted: tuple[object, ...] | None = None
+        self._wanted: _Wanted | None = None
         text = str(schema).split("::", 1)[1]
         tags = tuple(t for t in map(_tag, handle.tags) if t is not None)
         try:
@@ -159,7 +170,7 @@ class TorchMirror:
             self.close()
             raise
 
-    def _wanted_now(self) -> tuple[object, ...]:
+    def _wanted_now(self) -> _Wanted:
         registered = self.handle.kernel_keys()
         has_fake = DispatchKey.Fake in registered
         keys = tuple(
@@ -173,7 +184,14 @@ class TorchMirror:
         # torch's custom_op gives every op an autograd kernel: backward through
         # one without a formula raises torch's "no autograd formula" error.
         defined = definition_of(self.handle, self.handle.dispatcher) is not None
-        return (keys, autograd, has_fake, defined or has_formula(self.handle))
+        rules = self.handle.extra(TORCH_DISPATCH)
+        return _Wanted(
+            keys,
+            autograd,
+            has_fake,
+            defined or has_formula(self.handle),
+            tuple(rules.items()) if rules else (),
+        )
 
     def sync(self) -> None:
         """Make torch's kernels, fake and formula follow which ones customop has now."""
@@ -187,36 +205,27 @@ class TorchMirror:
         self._wanted = None
         lib = _library.Library(self.schema.namespace, "FRAGMENT")
         try:
-            self._register(lib, *wanted)  # type: ignore[arg-type]
+            self._register(lib, wanted)
         except BaseException:
             lib._destroy()
             raise
         self._impl_lib = lib
         self._wanted = wanted
 
-    def _register(
-        self,
-        lib: Any,
-        keys: tuple[DispatchKey, ...],
-        autograd: tuple[DispatchKey, ...],
-        has_fake: bool,
-        formula: bool,
-    ) -> None:
+    def _register(self, lib: Any, wanted: _Wanted) -> None:
         name = self.schema.name
         assert name is not None
         impl_name = f"{name.name}.{name.overload}" if name.overload else name.name
-        for key in keys:
+        for key in wanted.keys:
             lib.impl(impl_name, _backend_trampoline(self.handle, key), key.name)
-        for key in autograd:
+        for key in wanted.autograd:
             lib.impl(impl_name, autograd_trampoline(self.handle, key), key.name)
-        if has_fake:
-            _library.register_fake(
-                f"{self.qualname}.{self.overload}" if name.overload else self.qualname,
-                fake_trampoline(self.handle),
-                lib=lib,
-            )
-        if formula:
+        if wanted.fake:
+            _library.register_fake(self._qualified, fake_trampoline(self.handle), lib=lib)
+        if wanted.formula:
             register_formula(self.handle, self.torch_op, lib, impl_name)
+        for cls, rule in wanted.rules:  # customop.register_torch_dispatch with a torch class
+            _library.register_torch_dispatch(self._qualified, cls, rule, lib=lib)
         positions, names = mutated_positions(self.schema)
         if positions or names:
             self._register_version_bump(lib, impl_name, positions, names)
@@ -239,6 +248,11 @@ class TorchMirror:
             # torch warns once per process that ADInplaceOrView kernels exist at all.
             warnings.filterwarnings("ignore", message="Warning only once for all operators")
             lib.impl(impl_name, ad_inplace_or_view, "ADInplaceOrView", with_keyset=True)
+
+    @property
+    def _qualified(self) -> str:
+        """``ns::name`` or ``ns::name.overload``, as torch.library's registrations take it."""
+        return f"{self.qualname}.{self.overload}" if self.schema.name.overload else self.qualname  # type: ignore[union-attr]
 
     def close(self) -> None:
         """Remove everything this mirror registered in torch (idempotent)."""

@@ -46,13 +46,20 @@ class _Mirrored:
         except BaseException:
             self.mirror.close()
             raise
-        self._installed: list[RegistrationHandle] = []
+        # id(obj) -> handle: the objects live as long as the op's definition or packet.
+        self._installed: dict[int, RegistrationHandle] = {}
         self._shortcuts: list[tuple[dict[str, Any], str, Any]] = []
 
     def install(self, obj: Any) -> None:
         """Give ``obj`` (a CustomOpDef, OpOverload or packet) the torch-aware ``__call__``."""
         if installed_call(obj) is not self.call:
-            self._installed.append(install_call(obj, self.call.function, self.call))
+            self._installed[id(obj)] = install_call(obj, self.call.function, self.call)
+
+    def uninstall(self, obj: Any) -> None:
+        """Give ``obj`` its own call back (a packet whose name got a second overload)."""
+        handle = self._installed.pop(id(obj), None)
+        if handle is not None:
+            handle.remove()
 
     def install_all(self, handle: OperatorHandle) -> None:
         """Every call object of the op now (a ``@custom_op`` records its definition
@@ -69,7 +76,7 @@ class _Mirrored:
 
     def close(self) -> None:
         """Give every object its own call back, then leave torch."""
-        RegistrationHandle.group(self._installed).remove()
+        RegistrationHandle.group(list(self._installed.values())).remove()
         self._installed.clear()
         for attrs, name, value in reversed(self._shortcuts):
             if attrs.get(name) is value:
@@ -145,7 +152,7 @@ class _Registry(OperatorListener):
         self.live[handle.name] = mirrored
         mirrored.install_all(handle)
         if handle.dispatcher is default_dispatcher:
-            _shortcuts(mirrored, handle)
+            _shortcuts(mirrored, handle, self.live)
 
     def close(self) -> None:
         for mirrored in self.live.values():
@@ -155,11 +162,14 @@ class _Registry(OperatorListener):
             handle.remove()
 
 
-def _shortcuts(mirrored: _Mirrored, handle: OperatorHandle) -> None:
+def _shortcuts(
+    mirrored: _Mirrored, handle: OperatorHandle, live: dict[OperatorName, _Mirrored]
+) -> None:
     """``customop.ops.<ns>.<name>`` as plain attributes, the packet calling through torch.
 
     Dynamo reads instance attributes, but would have to trace ``__getattr__``.
-    Only an op that is its name's single overload gets a packet call.
+    Only an op that is its name's single overload gets a packet call; a second
+    overload gives the packet its own call (which picks the overload) back.
     """
     name = handle.name
     space = getattr(default_ops, name.namespace)
@@ -171,6 +181,10 @@ def _shortcuts(mirrored: _Mirrored, handle: OperatorHandle) -> None:
         mirrored.install(packet)
         mirrored.shortcut(space, name.name, packet)
         mirrored.shortcut(packet, name.overload or "default", overload)
+        return
+    for other, sibling in live.items():
+        if other.namespace == name.namespace and other.name == name.name:
+            sibling.uninstall(packet)
 
 
 _registries: WeakKeyDictionary[Dispatcher, _Registry] = WeakKeyDictionary()

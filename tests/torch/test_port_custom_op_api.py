@@ -128,6 +128,11 @@ class TestCustomOpAPI(TorchAsserts):
         self.assertEqual(called, 1)
         self.assertEqual(y, x + 2.0)
 
+    @pytest.mark.xfail(
+        torch.__version__.startswith("2.13."),
+        reason="torch 2.13 fails its own test: its message says 'expected 2, got 1'",
+        strict=True,
+    )
     def test_register_autograd_incorrect_num_gradients(
         self, ns: str, bridged: str, track: list[Any]
     ) -> None:
@@ -263,6 +268,11 @@ class TestCustomOpAPI(TorchAsserts):
                 x_np = x.numpy()
                 np.sin(x_np, out=x_np)
 
+    @pytest.mark.xfail(
+        reason="differs on purpose (docs/migration.md): custom_op accepts keyword-only "
+        "tensors, which torch has not implemented; register_autograd refuses them as torch",
+        strict=True,
+    )
     def test_kwarg_only_tensors(self, ns: str, mode: str, track: list[Any]) -> None:
         with self.assertRaisesRegex(NotImplementedError, "kwarg-only Tensor args"):
 
@@ -291,6 +301,11 @@ class TestCustomOpAPI(TorchAsserts):
                     setup_context=lambda ctx, inputs, keyword_only_inputs, output: None,
                 )
 
+    @pytest.mark.xfail(
+        reason="differs on purpose (docs/migration.md): a torch.device parameter always "
+        "receives a torch.device; torch passes its Python default 'cpu' as a str",
+        strict=True,
+    )
     def test_default_values(self, ns: str, mode: str, track: list[Any]) -> None:
         defaults = []
 
@@ -681,6 +696,8 @@ class TestCustomOpAPI(TorchAsserts):
             self.assertTrue(called)
             self.assertEqual(grad_x, x.cos())
 
+    # numpy 2 warns that torch's __array_wrap__ is old-style (np.add of a torch bias).
+    @pytest.mark.filterwarnings("ignore:__array_wrap__ must accept context:DeprecationWarning")
     def test_compile(self, ns: str, bridged: str, track: list[Any]) -> None:
         called_impl = False
         called_abstract = False
