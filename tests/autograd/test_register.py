@@ -251,6 +251,7 @@ def test_keyword_only_arguments_in_both_setup_context_forms(
     assert formula_of(scale).torch_form is (form == "torch")  # type: ignore[union-attr]
     x = np.array([1.0, 2.0])
     out, vjp_fn = customop.autograd.vjp(lambda x: scale(x, by=3.0), x, dispatcher=dispatcher)
+    np.testing.assert_array_equal(out, [3.0, 6.0])
     np.testing.assert_array_equal(vjp_fn(np.ones(2))[0], [3.0, 3.0])
     expected = ((x,), {"by": 3.0}) if form == "torch" else (x, 3.0)
     assert repr(seen) == repr([expected])
