@@ -6,7 +6,7 @@ and each subclasses the builtin that a caller would catch anyway::
     Exception
     ├── ValueError
     │   ├── SchemaError                 an invalid schema model or value
-    │   │   └── SchemaParseError        schema text that does not parse
+    │   │   └── SchemaParseError        schema text that does not parse (a RuntimeError too)
     │   ├── DispatchKeyError            a dispatch key name or key set that is not valid
     │   └── CodegenError                a declaration file (ops.yaml) with invalid entries
     ├── LookupError
@@ -59,7 +59,7 @@ class SchemaError(ValueError):
     reason: str = ""
 
 
-class SchemaParseError(SchemaError):
+class SchemaParseError(SchemaError, RuntimeError):
     """Schema text that does not follow the grammar.
 
     The message quotes the text and points a caret at the offending column.

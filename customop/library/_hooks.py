@@ -179,12 +179,8 @@ def _fake_now(
     if _is_custom_op(op) and allow_override:
         return op.register_fake(fn)  # type: ignore[return-value]
     handle = operator_handle(op, _dispatcher(lib, dispatcher), api)
-    if not allow_override and handle.table_entry(DispatchKey.Fake).reason == "kernel":
-        raise RegistrationError(
-            f"{api}: {str(handle.name)!r} already has a fake impl, and allow_override=False. "
-            "Registering another would override it. Remove the first (customop.handle_of(fn)"
-            ".remove()), or leave allow_override at True to stack the new one over it."
-        )
+    if not allow_override:
+        _refuse_second_fake(handle, api)
     if _is_custom_op(op):
         return op.register_fake(fn)  # type: ignore[return-value]
     check_signature(fn, handle.schema, api, "fake impl")
@@ -195,6 +191,22 @@ def _fake_now(
         fake = canonical_dtypes(remember_fake_impl(fn, str(handle.name)), handle.schema)
         registered = handle.dispatcher.register_impl(handle.name, DispatchKey.Fake, fake)
     return remember_handle(fn, registered)
+
+
+def _refuse_second_fake(handle: OperatorHandle, api: str) -> None:
+    """allow_override=False: a fake impl or a Meta kernel (torch derives one) is there."""
+    for key, what in (
+        (DispatchKey.Fake, "a fake impl"),
+        (DispatchKey.Meta, "a Meta implementation"),
+    ):
+        entry = handle.table_entry(key)
+        if entry.reason == "kernel":
+            raise RegistrationError(
+                f"{api}: {str(handle.name)!r} already has {what} ({entry.kernel} at "
+                f"{entry.source}), and allow_override=False. Registering another would "
+                "override it. Remove the first (customop.handle_of(fn).remove()), or leave "
+                "allow_override at True to stack the new one over it."
+            )
 
 
 def _dispatcher(lib: Library | None, dispatcher: Dispatcher | None) -> Dispatcher:

@@ -17,9 +17,14 @@ from customop.dispatch import (
     run_or_defer,
 )
 from customop.dispatch import dispatcher as default_dispatcher
-from customop.exceptions import RegistrationError
+from customop.exceptions import RegistrationError, RegistrationValueError
 from customop.library._fake_impl import remember_fake_impl
-from customop.library._spellings import TagsLike, op_name_text, read_tags
+from customop.library._spellings import (
+    TagsLike,
+    op_name_text,
+    read_tags,
+    refuse_type_variables,
+)
 from customop.ops import canonical_dtypes, check_signature, prepare_kernel
 from customop.schema import (
     FunctionSchema,
@@ -89,10 +94,10 @@ class Library:
         # dispatch_key="" is torch's spelling of "none": the same as None.
         self.dispatcher = default_dispatcher if dispatcher is None else dispatcher
         if kind not in ("DEF", "IMPL", "FRAGMENT"):
-            raise RegistrationError(
-                f"Library: kind {kind!r} is not a library kind. A library either owns its "
-                "namespace (DEF), adds definitions to it (FRAGMENT), or registers kernels "
-                "only (IMPL). Use 'DEF', 'FRAGMENT' or 'IMPL'."
+            raise RegistrationValueError(
+                f"Library: kind {kind!r} is not a library kind (torch: Unsupported kind). A "
+                "library either owns its namespace (DEF), adds definitions to it (FRAGMENT), "
+                "or registers kernels only (IMPL). Use 'DEF', 'FRAGMENT' or 'IMPL'."
             )
         key = None if not dispatch_key else self.dispatcher.parse_key(dispatch_key, api="Library")
         self.ns = ns
@@ -180,6 +185,7 @@ class Library:
                 f"{api}: schema {str(parsed)!r} has no name. An operator is found by its name. "
                 "Write it as 'name(args) -> returns'."
             )
+        refuse_type_variables(parsed, api)
         name = parsed.name
         if not name.namespace:
             parsed = parsed.model_copy(update={"name": self._qualify(str(name), api)})
@@ -265,8 +271,10 @@ class Library:
         found = self.dispatcher.find_op(str(op))
         target = DispatchKey.CompositeImplicitAutograd if key is None else key
         if found is not None and found._entry.top(target) is not None:
+            record = found._entry.top(target)
             raise RegistrationError(
-                f"{api}: {str(op)!r} already has a kernel for {target.name!r}, and "
+                f"{api}: {str(op)!r} already has a kernel for {target.name!r} (torch: there is "
+                f"already a kernel registered, from {record.source if record else '?'}), and "
                 "allow_override=False. Registering another would override it. Remove the first "
                 "kernel's handle, or leave allow_override at True to stack the new one over it."
             )

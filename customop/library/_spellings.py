@@ -13,10 +13,18 @@ import sys
 from collections.abc import Iterable
 from typing import Any, TypeAlias
 
+from customop.exceptions import RegistrationValueError
 from customop.ops import OpOverload, OpOverloadPacket
-from customop.schema import MutatesArgs
+from customop.schema import FunctionSchema, MutatesArgs, VarType
 
-__all__ = ["TagsLike", "op_name_text", "read_mutates_args", "read_tags", "tag_name"]
+__all__ = [
+    "TagsLike",
+    "op_name_text",
+    "read_mutates_args",
+    "read_tags",
+    "refuse_type_variables",
+    "tag_name",
+]
 
 #: A tag, or several: a str, a ``torch.Tag`` (read by its name), or an iterable of them.
 TagsLike: TypeAlias = Any
@@ -70,3 +78,32 @@ def read_mutates_args(value: object) -> object:
     if isinstance(value, str | MutatesArgs) or not isinstance(value, Iterable):
         return value  # the caller's validation explains what is wrong with it
     return tuple(value)
+
+
+def _type_variables(tp: object) -> Iterable[VarType]:
+    if isinstance(tp, VarType):
+        yield tp
+    for name in ("elem", "key", "value"):
+        inner = getattr(tp, name, None)
+        if inner is not None:
+            yield from _type_variables(inner)
+    for inner in getattr(tp, "elems", ()):
+        yield from _type_variables(inner)
+
+
+def refuse_type_variables(schema: FunctionSchema, api: str) -> None:
+    """An op's schema names no type variable: torch's ``define`` reads one as a typo.
+
+    The schema grammar lets builtins use type variables (``t``); torch.library
+    refuses them in an op it defines ("unknown type specifier"), and so does
+    customop's ``define``: a lower-case unknown name there is a misspelt type.
+    """
+    types = [*(a.type for a in schema.arguments), *(r.type for r in schema.returns)]
+    for tp in types:
+        for var in _type_variables(tp):
+            raise RegistrationValueError(
+                f"{api}: {str(schema.name)!r} uses the type {var.name!r}, an unknown type "
+                f"specifier {var.name!r}. An op's arguments and returns have concrete "
+                "types (type variables are for torch's builtins). Use a schema type such "
+                "as Tensor, int, float, bool, str, Scalar or ScalarType."
+            )

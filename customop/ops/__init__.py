@@ -23,6 +23,7 @@ from customop.ops._callgen import python_default as python_default
 from customop.ops._callhooks import on_call_object as on_call_object
 from customop.ops._checks import BASE_CHECKS as BASE_CHECKS
 from customop.ops._checks import argument_type_error as argument_type_error
+from customop.ops._checks import checked_values as checked_values
 from customop.ops._checks import attach_value_checks as attach_value_checks
 from customop.ops._choices import choice_checks as choice_checks
 from customop.ops._choices import enum_kernel as enum_kernel
@@ -63,6 +64,7 @@ __internal__ = (
     "MISSING",
     "OpDefinition",
     "argument_type_error",
+    "checked_values",
     "attach_value_checks",
     "bind_overload",
     "can_generate",

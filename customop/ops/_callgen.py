@@ -35,8 +35,8 @@ from customop.ops._binding import MISSING, binding_error, explaining_qualname
 from customop.ops._calltemplate import CallShape, named_code
 from customop.ops._checks import (
     Check,
-    argument_type_error,
     attached_value_checks,
+    checked_values,
     value_check,
 )
 from customop.ops._codegen import code_function
@@ -240,9 +240,7 @@ class CallCode:
                 with self.handle._entry.dispatcher._lock:
                     pass
             self.check_schema()
-        for index, check in enumerate(self.checks):
-            if not check(values[index]):
-                argument_type_error(self.schema, index, values[index], self.api, check)
+        values = checked_values(self.schema, values, self.checks, self.api)
         fn = self.kernel(values)
         if debug_state.active:
             return debug_state.run(self.schema, fn, *self.split(values))

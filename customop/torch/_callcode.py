@@ -63,7 +63,7 @@ from customop.dispatch import (
     epoch,
     local_state,
 )
-from customop.ops import OpOverload, argument_type_error
+from customop.ops import OpOverload, checked_values
 from customop.schema import FunctionSchema
 from customop.torch._mirror import BACKEND_KEYS, TorchMirror, mutated_positions, torch_uniform
 
@@ -256,13 +256,12 @@ class TorchCall:
         tensors = self._tensors(values)
         if not any(isinstance(t, _TENSOR) for t in tensors):
             return self._customop(values, extra, unknown)
-        args, kwargs = self._split(values)
         exact = all(type(t) in _PLAIN for t in tensors)
         if not exact and all(isinstance(t, _TENSOR) for t in tensors):
+            args, kwargs = self._split(values)
             return self.mirror.torch_op(*args, **kwargs)  # subclasses: torch checks them
-        for index, check in enumerate(self.checks):
-            if not check(values[index]):
-                argument_type_error(self.schema, index, values[index], self.api, check)
+        values = checked_values(self.schema, values, self.checks, self.api)
+        args, kwargs = self._split(values)
         if not exact:
             return self.mirror.torch_op(*args, **kwargs)
         token = epoch.token

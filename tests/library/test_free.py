@@ -17,6 +17,7 @@ from customop.exceptions import (
     KernelOverrideWarning,
     MissingKernelError,
     RegistrationError,
+    RegistrationValueError,
 )
 from customop.library import (
     Library,
@@ -64,8 +65,8 @@ def test_define_with_lib_goes_with_the_library(dispatcher: Dispatcher) -> None:
             "free::neg",
             "other(Tensor x) -> Tensor",
             "define: the schema names 'other', but the op is 'free::neg'. The op's name comes "
-            "from the first argument. Write the schema without a name, as in '(Tensor x) -> "
-            "Tensor'.",
+            "from the first argument (torch: expected schema to look like '(Tensor x) -> "
+            "Tensor'). Write the schema without a name, as in '(Tensor x) -> Tensor'.",
         ),
     ],
     ids=["no-namespace", "other-name"],
@@ -110,7 +111,8 @@ def test_impl_checks_the_kernel_of_a_defined_op(dispatcher: Dispatcher) -> None:
 
 
 def test_impl_with_an_unknown_type_names_the_known_keys(dispatcher: Dispatcher) -> None:
-    with pytest.raises(DispatchKeyError, match=r"^impl: dispatch key 'tpu' is unknown\."):
+    # A ValueError as customop's key errors are, and a RuntimeError as torch's impl raises.
+    with pytest.raises(RegistrationValueError, match=r"^impl: dispatch key 'tpu' is unknown\."):
         impl("free::add", "tpu", lambda x: x, dispatcher=dispatcher)
 
 
@@ -236,7 +238,10 @@ def test_free_decorators_return_the_function(dispatcher: Dispatcher, ops: Ops) -
 def test_allow_override_false_refuses_a_second_fake(dispatcher: Dispatcher) -> None:
     define("free::cube", "(Tensor x) -> Tensor", dispatcher=dispatcher)
     register_fake("free::cube", lambda x: x, dispatcher=dispatcher)
-    with pytest.raises(RegistrationError, match=r"already has a fake impl, and allow_override"):
+    with pytest.raises(
+        RegistrationError,
+        match=r"already has a fake impl \(<lambda> at test_free.py:\d+\), and allow_override",
+    ):
         register_fake("free::cube", lambda x: x, dispatcher=dispatcher, allow_override=False)
 
 

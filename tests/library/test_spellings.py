@@ -186,7 +186,7 @@ def test_device_types_default_means_every_device(dispatcher: Dispatcher) -> None
 def test_allow_override_false_refuses_a_second_kernel(dispatcher: Dispatcher) -> None:
     with Library("sp", "DEF", dispatcher=dispatcher) as lib:
         lib.define("neg(Tensor x) -> Tensor")
-        lib.impl("neg", lambda x: -x, "CPU", allow_override=False)
+        first = lib.impl("neg", lambda x: -x, "CPU", allow_override=False)
         with pytest.raises(RegistrationError) as excinfo:
             lib.impl("neg", lambda x: x, "CPU", allow_override=False)
         lib.register_fake("neg", lambda x: x)
@@ -194,8 +194,9 @@ def test_allow_override_false_refuses_a_second_kernel(dispatcher: Dispatcher) ->
             lib._register_fake("neg", lambda x: x, allow_override=False)
         assert dispatcher.table_entry("sp::neg", "CPU").kernel == "<lambda>"
     assert str(excinfo.value) == (
-        "Library.impl: 'sp::neg' already has a kernel for 'CPU', and allow_override=False. "
-        "Registering another would override it. Remove the first kernel's handle, or leave "
+        "Library.impl: 'sp::neg' already has a kernel for 'CPU' (torch: there is already a "
+        f"kernel registered, from {first.source}), and allow_override=False. Registering "
+        "another would override it. Remove the first kernel's handle, or leave "
         "allow_override at True to stack the new one over it."
     )
 
