@@ -152,7 +152,8 @@ MESSAGES = {
     ),
     "e_missing_param_annotation": (
         "infer_schema: parameter 'n' of function 'e_missing_param_annotation' has no "
-        "annotation (each parameter must have a type annotation). infer_schema reads the schema from the annotations. Annotate it, as "
+        "annotation (each parameter must have a type annotation). infer_schema reads the schema "
+        "from the annotations. Annotate it, as "
         "in n: Tensor."
     ),
     "e_missing_return_annotation": (
@@ -163,12 +164,14 @@ MESSAGES = {
     ),
     "e_varargs": (
         "infer_schema: parameter 'args' of function 'e_varargs' is variadic (*args): varargs "
-        "are not supported. A schema has a fixed list of named arguments, each of which can be passed by name. "
+        "are not supported. A schema has a fixed list of named arguments, each of which can be "
+        "passed by name. "
         "Take a list instead, as in args: list[Tensor]."
     ),
     "e_varkwargs": (
         "infer_schema: parameter 'kwargs' of function 'e_varkwargs' is variadic "
-        "(**kwargs): varkwargs are not supported. A schema has a fixed list of named arguments, each of which can be "
+        "(**kwargs): varkwargs are not supported. A schema has a fixed list of named arguments, "
+        "each of which can be "
         "passed by name. Declare each keyword argument after '*' instead."
     ),
     "e_positional_only": (
@@ -272,7 +275,8 @@ MESSAGES = {
     ),
     "e_return_tuple_ellipsis": (
         "infer_schema: the return value of function 'e_return_tuple_ellipsis' is annotated "
-        "typing.Tuple[numpy.ndarray, ...], which is a tuple of any length, an unsupported return. A "
+        "typing.Tuple[numpy.ndarray, ...], which is a tuple of any length, an unsupported return. "
+        "A "
         "schema has a "
         "fixed number of returns. Return list[Tensor] for any number of tensors, or name "
         "each element."
