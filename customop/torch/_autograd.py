@@ -38,7 +38,7 @@ import torch
 
 from customop.adapter import select_kernel
 from customop.autograd import formula_of
-from customop.dispatch import DispatchKey, DispatchKeySet, OperatorHandle
+from customop.dispatch import DispatchKey, DispatchKeySet, OperatorHandle, epoch
 
 if TYPE_CHECKING:
     from customop.autograd import AutogradFormula
@@ -64,23 +64,33 @@ def has_formula(handle: OperatorHandle) -> bool:
 class _Info:
     """torch's ``InfoProtocol``: the op's current customop formula, read per use."""
 
-    __slots__ = ("_handle", "_keyword_only")
+    __slots__ = ("_handle", "_keyword_only", "_seen")
 
     def __init__(self, handle: OperatorHandle) -> None:
         self._handle = handle
         self._keyword_only = tuple(a.name for a in handle.schema.arguments if a.kwarg_only)
+        # (epoch token, backward, setup_context): looked up again after any registration.
+        self._seen: tuple[object, Any, Any] = (None, None, None)
+
+    def _current(self) -> tuple[object, Any, Any]:
+        token = epoch.token
+        seen = self._seen
+        if seen[0] is not token:
+            formula = formula_of(self._handle)
+            backward = None if formula is None else self._backward_of(formula)
+            setup = None
+            if formula is not None and formula.setup_context is not None:
+                setup = self._setup_of(formula)
+            seen = self._seen = (token, backward, setup)
+        return seen
 
     @property
     def _backward_fn(self) -> Callable[..., Any] | None:
-        formula = formula_of(self._handle)
-        return None if formula is None else self._backward_of(formula)
+        return self._current()[1]  # type: ignore[no-any-return]
 
     @property
     def _setup_context_fn(self) -> Callable[..., Any] | None:
-        formula = formula_of(self._handle)
-        if formula is None or formula.setup_context is None:
-            return None
-        return self._setup_of(formula)
+        return self._current()[2]  # type: ignore[no-any-return]
 
     def _setup_of(self, formula: AutogradFormula) -> Callable[..., Any]:
         setup = formula.setup_context

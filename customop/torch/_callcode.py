@@ -123,6 +123,9 @@ class TorchCall:
         self.required = tuple(i for i, arg in enumerate(arguments) if arg.default is None)
         #: (index, kind) of the tensor arguments: "tensor", "optional" or a list kind.
         self.tensors = tuple(self.schema.tensor_argument_positions)
+        #: The first plain Tensor argument (not optional, not a list), if any: a subclass
+        #: there sends the call to torch at once.
+        self.lead = next((i for i, kind in self.tensors if kind == "tensor"), None)
         self.lists = code.lists if code is not None else ()
         self.fast = code is not None and code.fast and bool(self.tensors)
         #: The cache entry holds the argument types as one tuple (else one slot each).
@@ -249,6 +252,24 @@ class TorchCall:
 
     def slow(self, values: tuple[Any, ...], extra: tuple[Any, ...], unknown: dict[str, Any]) -> Any:
         """A call the fast path did not take: customop's, the kernel's, or torch's."""
+        lead = values[self.lead] if self.lead is not None else None
+        if (
+            type(lead) not in _PLAIN
+            and isinstance(lead, _TENSOR)
+            and not (self.closed or extra or unknown)
+            and LOCAL_KEYS.get() is DEFAULT_LOCAL
+        ):
+            # A tensor subclass (a __torch_function__ or __torch_dispatch__ one): torch's
+            # full path at once, costing no more than calling torch's op (issue #29).
+            # A plain loop, not any(): a generator costs a call per argument here.
+            for index in self.required:
+                if values[index] is MISSING:
+                    break
+            else:
+                op = self.mirror.torch_op
+                if self.npos == len(values):
+                    return op(*values)
+                return op(*values[: self.npos], **self._keywords(values))
         if self.closed or extra or unknown or any(values[i] is MISSING for i in self.required):
             return self._customop(values, extra, unknown)
         if LOCAL_KEYS.get() is not DEFAULT_LOCAL:
@@ -347,4 +368,10 @@ class TorchCall:
         npos = self.npos
         if npos == len(values):
             return values, {}
-        return values[:npos], dict(zip(self.names[npos:], values[npos:], strict=True))
+        return values[:npos], self._keywords(values)
+
+    def _keywords(self, values: tuple[Any, ...]) -> dict[str, Any]:
+        npos = self.npos
+        return {
+            n: v for n, v in zip(self.names[npos:], values[npos:], strict=True) if v is not MISSING
+        }

@@ -57,6 +57,8 @@ BACKEND_INDICES: Final = tuple(
     DispatchKeySet(key).bits.bit_length() - 1 for key in DispatchKey if key.is_backend
 )
 _FIRST: Final = BACKEND_INDICES[0]
+_META: Final = DispatchKeySet(DispatchKey.Meta).bits.bit_length() - 1
+_FAKE: Final = DispatchKeySet(DispatchKey.Fake).bits.bit_length() - 1
 #: Backends a torch tensor always maps to; PrivateUse2/3 only when renamed to a torch
 #: device type (the dask adapter's "dask" PrivateUse3 never is).
 _TORCH_BACKENDS: Final = (
@@ -102,11 +104,19 @@ def _reachable(handle: OperatorHandle) -> tuple[int, ...]:
     return found
 
 
-def torch_uniform(handle: OperatorHandle, table: Any) -> bool:
+def torch_uniform(handle: OperatorHandle, table: Any, *, in_torch: bool = False) -> bool:
     """Whether one kernel of ``table`` serves every backend a torch tensor can have
-    (a CompositeExplicitAutograd body): then it runs for any torch device."""
+    (a CompositeExplicitAutograd body): then it runs for any torch device.
+
+    ``in_torch``: asked by torch's CompositeExplicitAutograd kernel, which meta
+    tensors never reach when the op has a fake impl (torch's register_fake is
+    its Meta kernel), so a Meta slot holding the fake impl does not count.
+    """
     slot = table[_FIRST]
-    return not slot[1] and all(table[i] is slot for i in _reachable(handle))
+    fake = table[_FAKE] if in_torch else None
+    return not slot[1] and all(
+        table[i] is slot or (i == _META and table[i] is fake) for i in _reachable(handle)
+    )
 
 
 #: torch.library, untyped for mypy (its functions are not annotated).
@@ -300,7 +310,7 @@ def _backend_trampoline(handle: OperatorHandle, key: DispatchKey) -> Callable[..
             token = epoch.token
             if seen[0] is table and seen[1] is token:
                 return table[_FIRST][0](*args, **kwargs)
-            if torch_uniform(handle, table):
+            if torch_uniform(handle, table, in_torch=True):
                 seen[0], seen[1] = table, token
                 return table[_FIRST][0](*args, **kwargs)
             return redispatch(keys_of(*args, **kwargs) & backend, *args, **kwargs)
