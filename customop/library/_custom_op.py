@@ -50,6 +50,7 @@ from customop.ops import (
     bind_overload,
     choice_checks,
     enum_kernel,
+    refuse_under_dynamo,
     swap_class,
 )
 from customop.schema import (
@@ -107,6 +108,7 @@ class CustomOpDef(OpDefinition, Generic[P, R]):
         # are never called in a given process. `_specialize` moves this object
         # to a class of its own whose __call__ is the op's generated code (a
         # staticmethod), so later calls cost what op.op(x) does.
+        refuse_under_dynamo(self._name)  # torch.compile of an op not registered in torch
         return self._specialize()(*args, **kwargs)  # type: ignore[no-any-return]
 
     def _specialize(self) -> Callable[..., Any]:

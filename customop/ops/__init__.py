@@ -21,6 +21,7 @@ from customop.ops._callgen import item_types as item_types
 from customop.ops._callgen import items_checkable as items_checkable
 from customop.ops._callgen import python_default as python_default
 from customop.ops._callhooks import on_call_object as on_call_object
+from customop.ops._compiling import refuse_under_dynamo as refuse_under_dynamo
 from customop.ops._checks import BASE_CHECKS as BASE_CHECKS
 from customop.ops._checks import argument_type_error as argument_type_error
 from customop.ops._checks import checked_values as checked_values
@@ -82,6 +83,7 @@ __internal__ = (
     "operator_handle",
     "python_default",
     "on_call_object",
+    "refuse_under_dynamo",
 )
 
 __all__ = [

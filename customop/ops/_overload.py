@@ -19,6 +19,7 @@ from customop.ops._binding import python_signature
 from customop.ops._callgen import CallCode, can_generate, compile_call, python_default
 from customop.ops._callhooks import adopt_overload
 from customop.ops._checks import Check, attached_value_checks, is_tensor_check
+from customop.ops._compiling import refuse_under_dynamo
 from customop.ops._resolve import choose_overload
 from customop.ops._swap import swap_class
 from customop.schema import FunctionSchema, OperatorName
@@ -65,6 +66,7 @@ class OpOverload:
         self.schema = schema
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        refuse_under_dynamo(str(self.schema.name))  # first calls and the generic path only
         site = self._site
         if site is not None:
             return self._specialize(site)(*args, **kwargs)

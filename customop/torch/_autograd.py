@@ -1,7 +1,8 @@
 """customop's autograd, as torch's: the formula, the no-formula error, Autograd-key kernels.
 
 torch's own ``custom_op`` gives every op an ``Autograd`` kernel built by
-``torch._library.autograd.make_autograd_impl``: with an input that needs
+``torch._library.autograd.make_autograd_impl`` (here: `autograd_kernel`, the
+same without two new classes per op): with an input that needs
 grad (and grad mode on) the forward runs inside an ``autograd.Function``
 (so the kernel runs below autograd, under no_grad), and backward calls the
 registered formula, or raises torch's "no autograd formula was registered"
@@ -34,11 +35,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
-import torch
-
 from customop.adapter import select_kernel
 from customop.autograd import formula_of
 from customop.dispatch import DispatchKey, DispatchKeySet, OperatorHandle, epoch
+from customop.torch._eager import KernelLibrary, Trampoline, eager_only
+from customop.torch._function import autograd_kernel
 
 if TYPE_CHECKING:
     from customop.autograd import AutogradFormula
@@ -53,7 +54,6 @@ AUTOGRAD_KEYS: Final = (
     DispatchKey.AutogradMeta,
 )
 _BACKEND_BITS: Final = DispatchKeySet(*(k for k in DispatchKey if k.is_backend)).bits
-_make_autograd_impl: Any = torch._library.autograd.make_autograd_impl  # untyped
 
 
 def has_formula(handle: OperatorHandle) -> bool:
@@ -96,6 +96,7 @@ class _Info:
         setup = formula.setup_context
         names = self._keyword_only
 
+        @eager_only
         def setup_context(ctx: Any, inputs: Any, output: Any, **rest: Any) -> None:
             if "keyword_only_inputs" not in rest:
                 setup(ctx, tuple(inputs), output)  # type: ignore[misc]
@@ -113,6 +114,7 @@ class _Info:
         cut = len(self._handle.schema.arguments) - len(self._keyword_only)
         trim = bool(self._keyword_only) and not formula.torch_form
 
+        @eager_only
         def backward(ctx: Any, *grads: Any) -> Any:
             result = formula.backward(ctx, *grads)
             if trim and isinstance(result, tuple) and len(result) > cut:
@@ -122,23 +124,29 @@ class _Info:
         return backward
 
 
-def register_formula(handle: OperatorHandle, torch_op: Any, lib: Any, impl_name: str) -> None:
+def register_formula(
+    handle: OperatorHandle, torch_op: Any, lib: KernelLibrary, impl_name: str
+) -> None:
     """Register torch's autograd kernel for ``handle`` (its current formula), owned by ``lib``."""
-    kernel = _make_autograd_impl(torch_op, _Info(handle))
+    kernel = autograd_kernel(torch_op, _Info(handle))
     lib.impl(impl_name, kernel, "Autograd", with_keyset=True)
 
 
-def autograd_trampoline(handle: OperatorHandle, key: DispatchKey) -> Callable[..., Any]:
+def autograd_trampoline(handle: OperatorHandle, key: DispatchKey) -> Trampoline:
     """torch's kernel for an autograd key: customop's current kernel for the same key.
 
     The call's own backend keys come along, so a boxed kernel can redispatch below.
     """
-    bit = DispatchKeySet(key).bits
-    keys_of = handle.dispatch_keyset
+    return _AutogradKeyKernel(handle, DispatchKeySet(key).bits)
 
-    def kernel(*args: Any, **kwargs: Any) -> Any:
-        keys = (keys_of(*args, **kwargs).bits & _BACKEND_BITS) | bit
+
+class _AutogradKeyKernel(Trampoline):
+    __slots__ = ("bit", "handle")
+
+    def __init__(self, handle: OperatorHandle, bit: int) -> None:
+        self.handle, self.bit = handle, bit
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        handle = self.handle
+        keys = (handle.dispatch_keyset(*args, **kwargs).bits & _BACKEND_BITS) | self.bit
         return select_kernel(handle, handle._state, keys)(*args, **kwargs)
-
-    kernel.__name__ = kernel.__qualname__ = f"customop_{handle.name.name}_{key.name}"
-    return kernel

@@ -137,7 +137,8 @@ class TorchCall:
             "_co_cache": _EMPTY,
             "_co_site": self,
             "_co_dynamo": _dynamo,
-            "_co_op": mirror.torch_op,
+            "_co_op": mirror.torch_op,  # under Dynamo: the graph's node
+            "_co_torch": self.torch,  # in eager: through the gate (see _gate)
             "_co_state": local_state,
             "_co_local": LOCAL_KEYS.get,
             "_co_type": type,
@@ -202,7 +203,7 @@ class TorchCall:
             return Guard(prelude=prelude)
         bumps = self._bumps()
         run = ("_co_r = {kernel}", *bumps, "return _co_r") if bumps else ("return {kernel}",)
-        return Guard(prelude, tuple(self._asks()), run, f"return _co_op({call_args})")
+        return Guard(prelude, tuple(self._asks()), run, f"return _co_torch({call_args})")
 
     def _asks(self) -> list[str]:
         """What each call must still ask torch once the cache entry matched (its types
@@ -266,10 +267,9 @@ class TorchCall:
                 if values[index] is MISSING:
                     break
             else:
-                op = self.mirror.torch_op
                 if self.npos == len(values):
-                    return op(*values)
-                return op(*values[: self.npos], **self._keywords(values))
+                    return self.torch(*values)
+                return self.torch(*values[: self.npos], **self._keywords(values))
         if self.closed or extra or unknown or any(values[i] is MISSING for i in self.required):
             return self._customop(values, extra, unknown)
         if LOCAL_KEYS.get() is not DEFAULT_LOCAL:
@@ -280,11 +280,11 @@ class TorchCall:
         exact = all(type(t) in _PLAIN for t in tensors)
         if not exact and all(isinstance(t, _TENSOR) for t in tensors):
             args, kwargs = self._split(values)
-            return self.mirror.torch_op(*args, **kwargs)  # subclasses: torch checks them
+            return self.torch(*args, **kwargs)  # subclasses: torch checks them
         values = checked_values(self.schema, values, self.checks, self.api)
         args, kwargs = self._split(values)
         if not exact:
-            return self.mirror.torch_op(*args, **kwargs)
+            return self.torch(*args, **kwargs)
         token = epoch.token
         cpu_kernel, uniform = self._cpu_kernel()
         if self.fast and self.plain.is_current:
@@ -295,7 +295,7 @@ class TorchCall:
             entry = [LOCAL_KEYS.get(), *types, cpu_kernel, uniform, *items]
             epoch.fill(token, self, entry)
         if not self._eager_ok(tensors):
-            return self.mirror.torch_op(*args, **kwargs)
+            return self.torch(*args, **kwargs)
         kernel = cpu_kernel if uniform or all(t.is_cpu for t in tensors) else self._kernel(values)
         result = kernel(*args, **kwargs)
         for index in self.mutated:
@@ -303,6 +303,19 @@ class TorchCall:
             if value is not None:
                 _bump_list(value) if isinstance(value, list | tuple) else _bump((value,))
         return result
+
+    def torch(self, *args: Any, **kwargs: Any) -> Any:
+        """Hand a call to torch's op through the mirror's gate: the op's torch
+        registration neither goes nor changes while the call is inside it."""
+        gate = self.mirror.gate
+        gate.enter()
+        try:
+            op = self.mirror.torch_op
+            if op is None:  # the op left torch while this call waited
+                return self.plain(*args, **kwargs)
+            return op(*args, **kwargs)
+        finally:
+            gate.leave()
 
     def generic(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """The slow path of ops whose arguments cannot be Python parameters."""
@@ -314,7 +327,7 @@ class TorchCall:
             t for v in flat if isinstance(v, list | tuple) for t in v if isinstance(t, _TENSOR)
         ]
         if found:
-            return self.mirror.torch_op(*args, **kwargs)
+            return self.torch(*args, **kwargs)
         return self.plain(*args, **kwargs)
 
     def _customop(

@@ -37,7 +37,9 @@ from customop.torch._autograd import (
     has_formula,
     register_formula,
 )
+from customop.torch._eager import KernelLibrary, Trampoline
 from customop.torch._fake import fake_trampoline
+from customop.torch._gate import Gate
 
 __all__ = ["BACKEND_INDICES", "BACKEND_KEYS", "TorchMirror", "mutated_positions", "torch_uniform"]
 
@@ -155,10 +157,12 @@ class TorchMirror:
         assert schema.name is not None  # a defined op's schema always has its name
         self.handle = handle
         self.schema = schema
+        #: Calls customop's objects hand to torch, against changes of the registration.
+        self.gate = Gate()
         self.qualname = f"{schema.name.namespace}::{schema.name.name}"
         self.overload = schema.name.overload or "default"
         self._def_lib: Any = _library.Library(schema.namespace, "FRAGMENT")
-        self._impl_lib: Any = None
+        self._impl_lib: KernelLibrary | None = None
         self._wanted: _Wanted | None = None
         text = str(schema).split("::", 1)[1]
         tags = tuple(t for t in map(_tag, handle.tags) if t is not None)
@@ -209,20 +213,21 @@ class TorchMirror:
         if wanted == self._wanted:
             return
         _reachable(self.handle)  # here, not first inside a trampoline Dynamo may trace
-        old, self._impl_lib = self._impl_lib, None
-        if old is not None:
-            old._destroy()
-        self._wanted = None
-        lib = _library.Library(self.schema.namespace, "FRAGMENT")
-        try:
-            self._register(lib, wanted)
-        except BaseException:
-            lib._destroy()
-            raise
-        self._impl_lib = lib
-        self._wanted = wanted
+        with self.gate.writing():  # no call of customop's objects inside the old kernels
+            old, self._impl_lib = self._impl_lib, None
+            if old is not None:
+                old.destroy()
+            self._wanted = None
+            lib = KernelLibrary(self.schema.namespace)
+            try:
+                self._register(lib, wanted)
+            except BaseException:
+                lib.destroy()
+                raise
+            self._impl_lib = lib
+            self._wanted = wanted
 
-    def _register(self, lib: Any, wanted: _Wanted) -> None:
+    def _register(self, lib: KernelLibrary, wanted: _Wanted) -> None:
         name = self.schema.name
         assert name is not None
         impl_name = f"{name.name}.{name.overload}" if name.overload else name.name
@@ -231,11 +236,11 @@ class TorchMirror:
         for key in wanted.autograd:
             lib.impl(impl_name, autograd_trampoline(self.handle, key), key.name)
         if wanted.fake:
-            _library.register_fake(self._qualified, fake_trampoline(self.handle), lib=lib)
+            lib.register_fake(self._qualified, fake_trampoline(self.handle))
         if wanted.formula:
             register_formula(self.handle, self.torch_op, lib, impl_name)
         for cls, rule in wanted.rules:  # customop.register_torch_dispatch with a torch class
-            _library.register_torch_dispatch(self._qualified, cls, rule, lib=lib)
+            lib.register_torch_dispatch(self._qualified, cls, rule)
         positions, names = mutated_positions(self.schema)
         if positions or names:
             self._register_version_bump(lib, impl_name, positions, names)
@@ -243,17 +248,7 @@ class TorchMirror:
     def _register_version_bump(
         self, lib: Any, impl_name: str, positions: tuple[int, ...], names: tuple[str, ...]
     ) -> None:
-        op = self.torch_op
-        after = torch._C._after_ADInplaceOrView_keyset
-        bump = torch._C._increment_version
-
-        def ad_inplace_or_view(keyset: Any, *args: Any, **kwargs: Any) -> Any:
-            for index in positions:
-                _bump_all(bump, args[index])
-            for key in names:
-                _bump_all(bump, kwargs.get(key))
-            return op.redispatch(keyset & after, *args, **kwargs)
-
+        ad_inplace_or_view = _VersionBump(self.torch_op, positions, names)
         with warnings.catch_warnings():
             # torch warns once per process that ADInplaceOrView kernels exist at all.
             warnings.filterwarnings("ignore", message="Warning only once for all operators")
@@ -265,14 +260,16 @@ class TorchMirror:
         return f"{self.qualname}.{self.overload}" if self.schema.name.overload else self.qualname  # type: ignore[union-attr]
 
     def close(self) -> None:
-        """Remove everything this mirror registered in torch (idempotent)."""
-        self.torch_op = None
-        impl, self._impl_lib = self._impl_lib, None
-        if impl is not None:
-            impl._destroy()
-        lib, self._def_lib = self._def_lib, None
-        if lib is not None:
-            lib._destroy()  # also drops torch.ops' cached packet of the op
+        """Remove everything this mirror registered in torch (idempotent), once the
+        calls customop's objects have in flight inside it are done."""
+        with self.gate.writing():
+            self.torch_op = None
+            impl, self._impl_lib = self._impl_lib, None
+            if impl is not None:
+                impl.destroy()
+            lib, self._def_lib = self._def_lib, None
+            if lib is not None:
+                lib._destroy()  # also drops torch.ops' cached packet of the op
 
 
 def _bump_all(bump: Callable[[Any], None], value: Any) -> None:
@@ -284,7 +281,7 @@ def _bump_all(bump: Callable[[Any], None], value: Any) -> None:
         bump(tuple(t for t in value if t is not None))
 
 
-def _backend_trampoline(handle: OperatorHandle, key: DispatchKey) -> Callable[..., Any]:
+def _backend_trampoline(handle: OperatorHandle, key: DispatchKey) -> Trampoline:
     """torch's kernel for ``key``: customop's current kernel for the same backend.
 
     A backend key's trampoline reads customop's slot of that key. The
@@ -292,28 +289,54 @@ def _backend_trampoline(handle: OperatorHandle, key: DispatchKey) -> Callable[..
     for all backends (a CompositeExplicitAutograd body) any slot will do,
     else the call's own backend keys pick it.
     """
-    if key.is_backend:
-        bits = DispatchKeySet(key).bits
+    return _BackendKernel(handle, key) if key.is_backend else _CompositeKernel(handle)
 
-        def kernel(*args: Any, **kwargs: Any) -> Any:
-            return select_kernel(handle, handle._state, bits)(*args, **kwargs)
 
-    else:
-        keys_of = handle.dispatch_keyset
-        redispatch = handle.redispatch
-        backend = BACKEND_KEYS
-        # The last table found uniform: the check runs once per registration change.
-        seen: list[Any] = [None, None]
+class _BackendKernel(Trampoline):
+    __slots__ = ("bits", "handle")
 
-        def kernel(*args: Any, **kwargs: Any) -> Any:
-            table = handle._state[0]
-            token = epoch.token
-            if seen[0] is table and seen[1] is token:
-                return table[_FIRST][0](*args, **kwargs)
-            if torch_uniform(handle, table, in_torch=True):
-                seen[0], seen[1] = table, token
-                return table[_FIRST][0](*args, **kwargs)
-            return redispatch(keys_of(*args, **kwargs) & backend, *args, **kwargs)
+    def __init__(self, handle: OperatorHandle, key: DispatchKey) -> None:
+        self.handle, self.bits = handle, DispatchKeySet(key).bits
 
-    kernel.__name__ = kernel.__qualname__ = f"customop_{handle.name.name}_{key.name}"
-    return kernel
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        handle = self.handle
+        return select_kernel(handle, handle._state, self.bits)(*args, **kwargs)
+
+
+class _CompositeKernel(Trampoline):
+    # seen: the last table found uniform, and the epoch then (checked once per change).
+    __slots__ = ("handle", "seen_table", "seen_token")
+
+    def __init__(self, handle: OperatorHandle) -> None:
+        self.handle = handle
+        self.seen_table: Any = None
+        self.seen_token: Any = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        handle = self.handle
+        table = handle._state[0]
+        token = epoch.token
+        if self.seen_table is table and self.seen_token is token:
+            return table[_FIRST][0](*args, **kwargs)
+        if torch_uniform(handle, table, in_torch=True):
+            self.seen_table, self.seen_token = table, token
+            return table[_FIRST][0](*args, **kwargs)
+        keys = handle.dispatch_keyset(*args, **kwargs) & BACKEND_KEYS
+        return handle.redispatch(keys, *args, **kwargs)
+
+
+class _VersionBump(Trampoline):
+    """ADInplaceOrView: bump the version counter of each mutated tensor, then go below."""
+
+    __slots__ = ("names", "op", "positions")
+
+    def __init__(self, op: Any, positions: tuple[int, ...], names: tuple[str, ...]) -> None:
+        self.op, self.positions, self.names = op, positions, names
+
+    def __call__(self, keyset: Any, *args: Any, **kwargs: Any) -> Any:
+        bump = torch._C._increment_version
+        for index in self.positions:
+            _bump_all(bump, args[index])
+        for key in self.names:
+            _bump_all(bump, kwargs.get(key))
+        return self.op.redispatch(keyset & torch._C._after_ADInplaceOrView_keyset, *args, **kwargs)
