@@ -23,8 +23,9 @@ def refuse_under_dynamo(name: str) -> None:
     if torch is None or not torch.compiler.is_dynamo_compiling():
         return
     namespace = name.split("::", maxsplit=1)[0]
+    what = f"an op of namespace {namespace!r}" if name.endswith("::*") else repr(name)
     raise RegistrationError(
-        f"torch.compile: the customop op {name!r} is called in compiled code, but it is "
+        f"torch.compile: the customop op {what} is called in compiled code, but it is "
         "not registered in torch. Dynamo traces torch ops only. Call "
         f"customop.torch.register(op) (or customop.torch.register({namespace!r}) for its "
         "namespace) before compiling."

@@ -63,6 +63,7 @@ from customop.dispatch import (
     epoch,
     local_state,
 )
+from customop.exceptions import RegistrationError
 from customop.ops import OpOverload, checked_values
 from customop.schema import FunctionSchema
 from customop.torch._mirror import BACKEND_KEYS, TorchMirror, mutated_positions, torch_uniform
@@ -109,6 +110,7 @@ class TorchCall:
     def __init__(self, mirror: TorchMirror) -> None:
         self.mirror = mirror
         self.closed = False
+        self.replaced = False
         self.handle = mirror.handle
         self.schema: FunctionSchema = mirror.schema
         #: customop's own call object for the op: errors, checks, non-torch arrays.
@@ -178,12 +180,16 @@ class TorchCall:
         """Empty the entry (the epoch clock calls this on every registration change)."""
         self.namespace["_co_cache"] = _EMPTY
 
-    def close(self) -> None:
+    def close(self, *, replaced: bool = False) -> None:
         """Make the function safe after the op left torch: never call the old torch op.
 
         An object that copied the function (a ``@custom_op`` specialized while
-        registered) then calls customop's own code through it.
+        registered) then calls customop's own code through it; ``replaced``: the
+        op's definition went (a redefinition), and a call still arriving here
+        comes from an object of the old one, which must not run the new one's
+        kernels: it raises, as that object does from now on.
         """
+        self.replaced = replaced
         self.closed = True
         self.clear_cache()
         self.namespace["_co_op"] = self.plain
@@ -311,7 +317,8 @@ class TorchCall:
         gate.enter()
         try:
             op = self.mirror.torch_op
-            if op is None:  # the op left torch while this call waited
+            if op is None:  # the op left torch as this call started
+                self._check_generation()
                 return self.plain(*args, **kwargs)
             return op(*args, **kwargs)
         finally:
@@ -330,9 +337,18 @@ class TorchCall:
             return self.torch(*args, **kwargs)
         return self.plain(*args, **kwargs)
 
+    def _check_generation(self) -> None:
+        if self.replaced:
+            raise RegistrationError(
+                f"{self.api}: this call began as the op's definition was replaced (or "
+                "removed). Running now would use kernels of a definition it was not made "
+                "for. Call the op again through its new definition."
+            )
+
     def _customop(
         self, values: tuple[Any, ...], extra: tuple[Any, ...], unknown: dict[str, Any]
     ) -> Any:
+        self._check_generation()
         positional = list(values[: self.npos])
         keywords = {}
         missing = [i for i, v in enumerate(positional) if v is MISSING]

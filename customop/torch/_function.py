@@ -65,14 +65,17 @@ def _forward(ctx: Any, *args: Any) -> Any:
                 setup(ctx=ctx, inputs=full, keyword_only_inputs=keywords, output=result)
             else:
                 setup(ctx=ctx, inputs=full, output=result)
+    # The formula of the forward's generation: a redefinition meanwhile must not
+    # give this graph another op's backward (issue #27 §1).
     ctx._customop_call = call
+    ctx._customop_backward = call.info._backward_fn
     return result
 
 
 @eager_only
 def _backward(ctx: Any, *grads: Any) -> Any:
     call: _Call = ctx._customop_call
-    backward = call.info._backward_fn
+    backward = ctx._customop_backward
     if not backward:
         raise RuntimeError(
             f"Trying to backward through {call.op} but no autograd formula was registered. "

@@ -213,21 +213,39 @@ class TorchMirror:
         if wanted == self._wanted:
             return
         _reachable(self.handle)  # here, not first inside a trampoline Dynamo may trace
-        with self.gate.writing():  # no call of customop's objects inside the old kernels
-            old, self._impl_lib = self._impl_lib, None
-            if old is not None:
+        old, self._impl_lib, self._wanted = self._impl_lib, None, None
+        # Idle: calls wait while the kernels are replaced. In use by a call of
+        # customop's objects (see _gate): the new kernels go in over the old ones,
+        # which stay until the last such call leaves.
+        held = self.gate.hold_if_idle()
+        overlap = old is not None and not held
+        try:
+            if old is not None and held:
                 old.destroy()
-            self._wanted = None
             lib = KernelLibrary(self.schema.namespace)
             try:
-                self._register(lib, wanted)
+                with warnings.catch_warnings():
+                    warnings.filterwarnings("ignore", message=".*[Oo]verrid")  # torch says so
+                    self._register(lib, wanted, rules=not overlap)
             except BaseException:
                 lib.destroy()
                 raise
-            self._impl_lib = lib
-            self._wanted = wanted
+            self._impl_lib, self._wanted = lib, wanted
+        finally:
+            if held:
+                self.gate.release()
+        if overlap:
+            assert old is not None
 
-    def _register(self, lib: KernelLibrary, wanted: _Wanted) -> None:
+            def replace() -> None:
+                old.destroy()
+                # torch keeps one dispatch rule per op and class: the new ones now.
+                for cls, rule in wanted.rules:
+                    lib.register_torch_dispatch(self._qualified, cls, rule)
+
+            self.gate.defer(replace)
+
+    def _register(self, lib: KernelLibrary, wanted: _Wanted, *, rules: bool = True) -> None:
         name = self.schema.name
         assert name is not None
         impl_name = f"{name.name}.{name.overload}" if name.overload else name.name
@@ -239,7 +257,7 @@ class TorchMirror:
             lib.register_fake(self._qualified, fake_trampoline(self.handle))
         if wanted.formula:
             register_formula(self.handle, self.torch_op, lib, impl_name)
-        for cls, rule in wanted.rules:  # customop.register_torch_dispatch with a torch class
+        for cls, rule in wanted.rules if rules else ():  # register_torch_dispatch rules
             lib.register_torch_dispatch(self._qualified, cls, rule)
         positions, names = mutated_positions(self.schema)
         if positions or names:
@@ -261,15 +279,19 @@ class TorchMirror:
 
     def close(self) -> None:
         """Remove everything this mirror registered in torch (idempotent), once the
-        calls customop's objects have in flight inside it are done."""
-        with self.gate.writing():
-            self.torch_op = None
-            impl, self._impl_lib = self._impl_lib, None
+        calls customop's objects have inside it are done (see _gate: call it
+        outside the registration lock)."""
+        self.torch_op = None  # calls from now on take customop's own path
+        impl, self._impl_lib = self._impl_lib, None
+        lib, self._def_lib = self._def_lib, None
+
+        def destroy() -> None:
             if impl is not None:
                 impl.destroy()
-            lib, self._def_lib = self._def_lib, None
             if lib is not None:
                 lib._destroy()  # also drops torch.ops' cached packet of the op
+
+        self.gate.drain_then(destroy)
 
 
 def _bump_all(bump: Callable[[Any], None], value: Any) -> None:
