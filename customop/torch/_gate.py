@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from threading import get_ident
 from typing import final
 
 __all__ = ["Gate"]
@@ -27,37 +28,48 @@ __all__ = ["Gate"]
 
 @final
 class Gate:
-    """A count of calls inside torch, and the actions that wait for it to be zero."""
+    """Calls inside torch (by thread), removals that wait for them, actions deferred.
 
-    __slots__ = ("_cond", "_depth", "_draining", "_pending", "_readers")
+    NOTE: the calls' side takes no lock: ``list.append`` and ``list.remove`` of
+    the thread's id are single C calls under the GIL, about 100 ns per call
+    together; removals, which are rare, take the condition.
+    """
+
+    __slots__ = ("_cond", "_draining", "_inside", "_pending")
 
     def __init__(self) -> None:
         self._cond = threading.Condition(threading.Lock())
-        self._readers = 0
+        self._inside: list[int] = []  # one thread id per call inside torch
         self._draining = False
         self._pending: list[Callable[[], None]] = []
-        self._depth = threading.local()  # this thread's own calls inside
 
     def enter(self) -> None:
         """A call into torch starts (before it reads which torch op to call)."""
-        depth = getattr(self._depth, "n", 0)
-        with self._cond:
-            while self._draining and depth == 0:  # a removal is waiting: after it
-                self._cond.wait()
-            self._readers += 1
-        self._depth.n = depth + 1
+        me = get_ident()
+        inside = self._inside
+        inside.append(me)
+        # A removal is waiting: wait for it, unless this thread is already inside
+        # (a kernel calling its own op), which the removal waits for anyway.
+        while self._draining and inside.count(me) == 1:
+            inside.remove(me)
+            with self._cond:
+                self._cond.notify_all()
+                while self._draining:
+                    self._cond.wait()
+            inside.append(me)
 
     def leave(self) -> None:
         """A call into torch ended; the last one out runs the deferred actions."""
-        self._depth.n -= 1
+        self._inside.remove(get_ident())
+        if self._draining or self._pending:
+            self._after_leave()
+
+    def _after_leave(self) -> None:
         with self._cond:
-            self._readers -= 1
-            if self._readers:
-                return
             self._cond.notify_all()
-            run, self._pending = self._pending, []
-            if not run:
+            if self._inside or not self._pending:
                 return
+            run, self._pending = self._pending, []
             held = not self._draining
             self._draining = True  # new calls wait while the old kernels go
         try:
@@ -67,36 +79,41 @@ class Gate:
             if held:
                 self.release()
 
+    def _others(self) -> int:
+        inside = self._inside
+        return len(inside) - inside.count(get_ident())
+
     def drain_then(self, action: Callable[[], None]) -> None:
         """Hold new calls off, wait for those inside (but this thread's own), run ``action``.
 
         Never under customop's registration lock: a call inside may need it.
         """
-        own = getattr(self._depth, "n", 0)
         with self._cond:
             while self._draining:
                 self._cond.wait()
             self._draining = True
-            while self._readers > own:
-                self._cond.wait()
+            while self._others():
+                self._cond.wait(0.01)  # woken by leave(); the timeout is a safety net
         try:
             action()
         finally:
-            with self._cond:
-                self._draining = False
-                self._cond.notify_all()
+            self.release()
 
     def hold_if_idle(self) -> bool:
         """If no call is inside torch (and no removal is waiting), hold new calls off
         until `release` (for a rebuild of the op's kernels); False when busy."""
         with self._cond:
-            if self._readers or self._draining:
+            if self._draining:
                 return False
             self._draining = True
+            if self._others():
+                self._draining = False
+                self._cond.notify_all()
+                return False
             return True
 
     def release(self) -> None:
-        """Let calls in again after `hold_if_idle`."""
+        """Let calls in again after `hold_if_idle` or `drain_then`."""
         with self._cond:
             self._draining = False
             self._cond.notify_all()
@@ -104,12 +121,7 @@ class Gate:
     def defer(self, action: Callable[[], None]) -> None:
         """Run ``action`` now if no call is inside torch, else when the last one leaves."""
         with self._cond:
-            if self._readers:
+            if self._inside:
                 self._pending.append(action)
                 return
         action()
-
-    @property
-    def busy(self) -> bool:
-        """Whether an action is waiting for calls to leave."""
-        return bool(self._pending)
