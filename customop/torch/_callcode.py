@@ -37,6 +37,7 @@ other as an unsupported method call (a graph break).
 from __future__ import annotations
 
 import builtins
+import threading
 from collections.abc import Callable
 from functools import partial
 from operator import countOf
@@ -71,6 +72,7 @@ from customop.torch._mirror import BACKEND_KEYS, TorchMirror, mutated_positions,
 __all__ = ["TorchCall"]
 
 _C: Final[Any] = torch._C
+_get_ident: Final = threading.get_ident
 _CPU_KEYS: Final = DispatchKeySet(DispatchKey.CPU)
 _TENSOR: Final = torch.Tensor
 #: Tensor types whose calls dispatch as plain tensors: a Parameter (every module
@@ -313,16 +315,23 @@ class TorchCall:
     def torch(self, *args: Any, **kwargs: Any) -> Any:
         """Hand a call to torch's op through the mirror's gate: the op's torch
         registration neither goes nor changes while the call is inside it."""
-        gate = self.mirror.gate
-        gate.enter()
+        # Gate.enter and Gate.leave, inlined: this is every call's way into torch.
+        mirror = self.mirror
+        gate = mirror.gate
+        me = _get_ident()
+        gate.inside.append(me)
+        if gate.draining:
+            gate.wait_to_enter(me)
         try:
-            op = self.mirror.torch_op
+            op = mirror.torch_op
             if op is None:  # the op left torch as this call started
                 self._check_generation()
                 return self.plain(*args, **kwargs)
             return op(*args, **kwargs)
         finally:
-            gate.leave()
+            gate.inside.remove(me)
+            if gate.draining or gate.pending:
+                gate.after_leave()
 
     def generic(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """The slow path of ops whose arguments cannot be Python parameters."""

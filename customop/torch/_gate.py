@@ -35,43 +35,48 @@ class Gate:
     together; removals, which are rare, take the condition.
     """
 
-    __slots__ = ("_cond", "_draining", "_inside", "_pending")
+    __slots__ = ("_cond", "draining", "inside", "pending")
 
     def __init__(self) -> None:
         self._cond = threading.Condition(threading.Lock())
-        self._inside: list[int] = []  # one thread id per call inside torch
-        self._draining = False
-        self._pending: list[Callable[[], None]] = []
+        self.inside: list[int] = []  # one thread id per call inside torch
+        self.draining = False
+        self.pending: list[Callable[[], None]] = []
 
     def enter(self) -> None:
         """A call into torch starts (before it reads which torch op to call)."""
         me = get_ident()
-        inside = self._inside
-        inside.append(me)
-        # A removal is waiting: wait for it, unless this thread is already inside
-        # (a kernel calling its own op), which the removal waits for anyway.
-        while self._draining and inside.count(me) == 1:
+        self.inside.append(me)
+        if self.draining:
+            self.wait_to_enter(me)
+
+    def wait_to_enter(self, me: int) -> None:
+        """``enter`` while a removal is waiting: wait for it to end, unless this thread
+        is already inside (a kernel calling its own op), which it waits for anyway."""
+        inside = self.inside
+        while self.draining and inside.count(me) == 1:
             inside.remove(me)
             with self._cond:
                 self._cond.notify_all()
-                while self._draining:
+                while self.draining:
                     self._cond.wait()
             inside.append(me)
 
     def leave(self) -> None:
         """A call into torch ended; the last one out runs the deferred actions."""
-        self._inside.remove(get_ident())
-        if self._draining or self._pending:
-            self._after_leave()
+        self.inside.remove(get_ident())
+        if self.draining or self.pending:
+            self.after_leave()
 
-    def _after_leave(self) -> None:
+    def after_leave(self) -> None:
+        """What a leaving call does while a removal waits, or actions are deferred."""
         with self._cond:
             self._cond.notify_all()
-            if self._inside or not self._pending:
+            if self.inside or not self.pending:
                 return
-            run, self._pending = self._pending, []
-            held = not self._draining
-            self._draining = True  # new calls wait while the old kernels go
+            run, self.pending = self.pending, []
+            held = not self.draining
+            self.draining = True  # new calls wait while the old kernels go
         try:
             for action in run:
                 action()
@@ -80,7 +85,7 @@ class Gate:
                 self.release()
 
     def _others(self) -> int:
-        inside = self._inside
+        inside = self.inside
         return len(inside) - inside.count(get_ident())
 
     def drain_then(self, action: Callable[[], None]) -> None:
@@ -89,9 +94,9 @@ class Gate:
         Never under customop's registration lock: a call inside may need it.
         """
         with self._cond:
-            while self._draining:
+            while self.draining:
                 self._cond.wait()
-            self._draining = True
+            self.draining = True
             while self._others():
                 self._cond.wait(0.01)  # woken by leave(); the timeout is a safety net
         try:
@@ -103,11 +108,11 @@ class Gate:
         """If no call is inside torch (and no removal is waiting), hold new calls off
         until `release` (for a rebuild of the op's kernels); False when busy."""
         with self._cond:
-            if self._draining:
+            if self.draining:
                 return False
-            self._draining = True
+            self.draining = True
             if self._others():
-                self._draining = False
+                self.draining = False
                 self._cond.notify_all()
                 return False
             return True
@@ -115,13 +120,13 @@ class Gate:
     def release(self) -> None:
         """Let calls in again after `hold_if_idle` or `drain_then`."""
         with self._cond:
-            self._draining = False
+            self.draining = False
             self._cond.notify_all()
 
     def defer(self, action: Callable[[], None]) -> None:
         """Run ``action`` now if no call is inside torch, else when the last one leaves."""
         with self._cond:
-            if self._inside:
-                self._pending.append(action)
+            if self.inside:
+                self.pending.append(action)
                 return
         action()
