@@ -254,6 +254,14 @@ class Library:
         self._check_open(api, name)
         op = self._qualify(name, api)
         key = self._key(dispatch_key, f"{api}({str(op)!r})")  # a bad key's error names the op
+        if self.dispatch_key is not None and key is not self.dispatch_key:
+            raise RegistrationError(
+                f"{api}: {str(op)!r} for key {key.name if key else None!r} in a library of "
+                f"key {self.dispatch_key.name!r} (torch: Explicitly provided dispatch key is "
+                "inconsistent with the dispatch key of the enclosing TORCH_LIBRARY_IMPL "
+                "block). A keyed library registers for its own key only. Leave the key out, "
+                "or use a library without one."
+            )
         if not allow_override:
             self._refuse_override(op, key, api)
         kernel = _keyset_kernel(fn) if with_keyset else self._checked(op, fn, key, api)

@@ -303,3 +303,14 @@ def test_a_name_of_a_custom_op_registers_with_the_definition(dispatcher: Dispatc
 
     # The old definition's fake went with it: it no longer fits the new schema.
     assert dispatcher.table_entry("free::op", "Fake").reason != "kernel"
+
+
+def test_a_keyed_library_refuses_another_key(dispatcher: Dispatcher) -> None:
+    # torch: "inconsistent with the dispatch key of the enclosing TORCH_LIBRARY_IMPL block".
+    Library("free", "DEF", dispatcher=dispatcher).define("inc(Tensor x) -> Tensor")
+    with Library("free", "IMPL", "CPU", dispatcher=dispatcher) as lib:
+        lib.impl("inc", lambda x: x + 1)  # the library's own key
+        with pytest.warns(KernelOverrideWarning):
+            lib.impl("inc", lambda x: x + 2, "CPU")  # named, the same key
+        with pytest.raises(RegistrationError, match="inconsistent with the dispatch key"):
+            lib.impl("inc", lambda x: x + 1, "CUDA")
