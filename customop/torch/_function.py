@@ -87,7 +87,27 @@ def _backward(ctx: Any, *grads: Any) -> Any:
         result = backward(ctx, *grads)
     finally:
         ctx.needs_input_grad = before
-    return (*result, None) if isinstance(result, tuple) else (result, None)
+    return (
+        *_counted(call, result if isinstance(result, tuple) else (result,), len(before) - 1),
+        None,
+    )
+
+
+def _counted(call: _Call, result: tuple[Any, ...], given: int) -> tuple[Any, ...]:
+    """One gradient per argument the forward got, or per positional argument of the
+    schema (torch 2.14's rule: the dispatcher drops arguments equal to their defaults)."""
+    positional = sum(1 for a in call.op._schema.arguments if not a.kwarg_only)
+    if len(result) == given:
+        return result
+    if len(result) == positional > given:
+        return result[:given]
+    expected = str(given) if positional == given else f"{given} or {positional}"
+    raise RuntimeError(
+        f"The backward formula for {call.op} returned an incorrect number of gradients "
+        f"(expected {expected}, got {len(result)}). Expected one gradient for each forward "
+        "input, or for each positional input to the operator. Use None for inputs that do "
+        "not require a gradient."
+    )
 
 
 def _function(name: str) -> Any:
