@@ -224,8 +224,139 @@ def grad_calls() -> Timed:
     }
 
 
+class _FunctionTensor(torch.Tensor):
+    """A subclass with a __torch_function__ of its own: calls keep torch's full path."""
+
+    @classmethod
+    def __torch_function__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+
+PARAM = "param: customop object f(x, w), w an nn.Parameter, no_grad"
+PLAIN = "param: customop object f(x, w), w a plain tensor, no_grad"
+SUBCLASS = "subclass: customop object f(x, w), x a __torch_function__ subclass"
+SUBCLASS_TORCH = "subclass: torch.ops.benchct.f.default(x, w), the same x"
+
+
+def parameter_calls() -> Timed:
+    """Issue #29: module weights are nn.Parameters; other subclasses keep torch's path."""
+    f = customop.ops.benchct.f  # two_arg_calls defined and registered it
+    t = torch.zeros(4)
+    weight = torch.nn.Parameter(torch.zeros(4))
+    frozen = torch.nn.Parameter(torch.zeros(4), requires_grad=False)
+    sub = torch.zeros(4).as_subclass(_FunctionTensor)
+    default = torch.ops.benchct.f.default
+
+    set_grad = torch._C._set_grad_enabled
+
+    def no_grad(call: Callable[[], object]) -> Callable[[], object]:
+        # Grad mode switched off and on by its C setter in both rows alike: a
+        # `with torch.no_grad()` block would cost more than the call itself.
+        def run() -> object:
+            set_grad(False)
+            result = call()
+            set_grad(True)
+            return result
+
+        return run
+
+    return {
+        PLAIN: (no_grad(lambda: f(t, t)), 10_000),
+        PARAM: (no_grad(lambda: f(t, weight)), 10_000),
+        "param: the same, nn.Parameter(requires_grad=False)": (
+            no_grad(lambda: f(t, frozen)),
+            10_000,
+        ),
+        "param: customop object, grad mode on, frozen Parameter": (lambda: f(t, frozen), 10_000),
+        SUBCLASS: (lambda: f(sub, t), 300),
+        SUBCLASS_TORCH: (lambda: default(sub, t), 300),
+    }
+
+
+class _Model(torch.nn.Module):
+    """Linear -> op -> Linear, the op given the first layer's weight-shaped Parameter."""
+
+    def __init__(self, op: Callable[..., Any]) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.first = torch.nn.Linear(8, 8)
+        self.scale = torch.nn.Parameter(torch.ones(8))
+        self.second = torch.nn.Linear(8, 8)
+        self.op = op
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.second(self.op(self.first(x), self.scale))
+
+
+def _scale(x: Any, w: Any) -> Any:
+    return x * w
+
+
+def _scale_backward(ctx: Any, grad: Any) -> Any:
+    x, w = ctx.saved_tensors
+    return grad * w, (grad * x).sum(0)
+
+
+def _scale_setup(ctx: Any, inputs: Any, output: Any) -> None:
+    ctx.save_for_backward(*inputs)
+
+
+def module_calls() -> Timed:
+    """The op inside a small module: forward, and a training step (forward + backward)."""
+    schema = "(Tensor x, Tensor w) -> Tensor"
+    ours = customop.custom_op("benchct::scale", _scale, mutates_args=(), schema=schema)
+    ours.register_fake(lambda x, w: customop.empty_like(x))
+    ours.register_autograd(_scale_backward, setup_context=_scale_setup)
+    customop.torch.register(ours)
+    theirs = torch.library.custom_op("benchtc::scale", _scale, mutates_args=(), schema=schema)
+    theirs.register_fake(lambda x, w: torch.empty_like(x))
+    theirs.register_autograd(_scale_backward, setup_context=_scale_setup)
+    models = {
+        "customop op": _Model(ours),
+        "torch custom_op": _Model(theirs),
+        "plain function": _Model(_scale),
+    }
+    x = torch.randn(16, 8)
+    timed: Timed = {}
+    for name, model in models.items():
+
+        def forward(model: torch.nn.Module = model) -> object:
+            with torch.no_grad():
+                return model(x)
+
+        def step(model: torch.nn.Module = model) -> None:
+            model(x).sum().backward()
+
+        timed[f"module: {name}, forward (no_grad)"] = (forward, 2_000)
+        timed[f"module: {name}, training step"] = (step, 300)
+    return timed
+
+
+def _report_issue_29(ns: dict[str, float]) -> None:
+    param, plain = ns[PARAM], ns[PLAIN]
+    print(
+        f"\nissue #29: Parameter weight {param / plain:.2f}x the plain-tensor call (<= 1.2x); "
+        f"__torch_function__ subclass {ns[SUBCLASS] / ns[SUBCLASS_TORCH]:.2f}x "
+        "torch.ops.ns.name.default (<= 1.1x)"
+    )
+    step = ns["module: customop op, training step"] / ns["module: torch custom_op, training step"]
+    fwd = ns["module: customop op, forward (no_grad)"]
+    print(
+        f"module Linear -> op -> Linear: training step {step:.2f}x torch custom_op's (<= 1x); "
+        f"forward {fwd / ns['module: torch custom_op, forward (no_grad)']:.2f}x torch "
+        f"custom_op's, {fwd / ns['module: plain function, forward (no_grad)']:.2f}x a plain "
+        "Python function's"
+    )
+
+
 def main() -> None:
-    timed = {**two_arg_calls(), **fourteen_arg_calls(), **grad_calls()}
+    timed = {
+        **two_arg_calls(),
+        **fourteen_arg_calls(),
+        **grad_calls(),
+        **parameter_calls(),
+        **module_calls(),
+    }
     ns = best_ns(timed, ROUNDS)
     for name in ("torch.library.custom_op  f(x, y)", "14 args: torch.library.custom_op"):
         ns[name] -= ns[CLONE]
@@ -233,7 +364,11 @@ def main() -> None:
     print(f"{'call':<56} {'ns':>9} {'x wrapper':>10}")
     for name, value in ns.items():
         base = floor14 if name.startswith("14 args") else floor
-        shown = f"{value / base:>10.2f}" if not name.startswith("grad") else f"{'':>10}"
+        shown = (
+            f"{value / base:>10.2f}"
+            if name.startswith(("14", "kernel", "wrapper", "floor", "customop", "torch", "x."))
+            else f"{'':>10}"
+        )
         print(f"{name:<56} {value:>9.0f} {shown}")
     obj, inline = (
         ns["customop op object  f(x, y)"],
@@ -266,6 +401,7 @@ def main() -> None:
         f"with grad inputs: forward {fwd:.2f}x, forward + backward {both:.2f}x torch "
         "custom_op's cost (<= 1x)"
     )
+    _report_issue_29(ns)
 
 
 #: Each fast-path check of benchct::probe's generated code, and the text it is in there.

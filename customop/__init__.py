@@ -59,6 +59,7 @@ from customop.library import ops
 from customop.library import register_autograd
 from customop.library import register_blockwise
 from customop.library import register_fake
+from customop.library import register_torch_dispatch
 from customop.library import register_kernel
 from customop.schema import FunctionSchema
 from customop.schema import MutatesArgs
@@ -191,6 +192,7 @@ __all__ = [  # noqa: RUF022 -- plain sorted() order, which tests/test_public_api
     "register_blockwise",
     "register_fake",
     "register_kernel",
+    "register_torch_dispatch",
     "trace",
     "uint16",
     "uint32",

@@ -6,7 +6,7 @@ and each subclasses the builtin that a caller would catch anyway::
     Exception
     ├── ValueError
     │   ├── SchemaError                 an invalid schema model or value
-    │   │   ├── SchemaParseError        schema text that does not parse
+    │   │   ├── SchemaParseError        schema text that does not parse (a RuntimeError too)
     │   │   └── ExclusiveTagsError      tags that exclude each other (also an AssertionError)
     │   ├── DispatchKeyError            a dispatch key name or key set that is not valid
     │   ├── GraphError                  a malformed graph, or inputs that do not fit it
@@ -18,6 +18,8 @@ and each subclasses the builtin that a caller would catch anyway::
     │   └── DebugCheckError             under debug_checks(), a call broke its schema
     ├── RuntimeError
     │   ├── RegistrationError           a registration that conflicts or is malformed
+    │   │   ├── RegistrationValueError  ... a bad value where torch raises ValueError (also one)
+    │   │   └── UnsupportedError        ... what torch has not implemented (a NotImplementedError)
     │   ├── CheckError                  a condition given to customop.check is False
     │   ├── DataDependentError          a branch on a size no fact decides (a data-dependent one)
     │   ├── KernelError                 a compiled (C++) kernel failed or refused its arguments
@@ -54,9 +56,11 @@ __all__ = [
     "MissingKernelError",
     "OpCheckError",
     "RegistrationError",
+    "RegistrationValueError",
     "SchemaError",
     "SchemaParseError",
     "UnknownOperatorError",
+    "UnsupportedError",
 ]
 
 
@@ -71,7 +75,7 @@ class SchemaError(ValueError):
     reason: str = ""
 
 
-class SchemaParseError(SchemaError):
+class SchemaParseError(SchemaError, RuntimeError):
     """Schema text that does not follow the grammar.
 
     The message quotes the text and points a caret at the offending column.
@@ -131,6 +135,16 @@ class KernelReturnError(RuntimeError):
     """A kernel returned what its op rules out: the kernel of an op tagged
     ``inplace`` must return its first argument, one tagged ``out`` its ``out``
     arguments (torch checks the same on every call, with a ``RuntimeError``)."""
+
+
+class RegistrationValueError(RegistrationError, ValueError):
+    """A registration refused for a bad value (a namespace, a library kind, a schema)
+    where torch raises ValueError: torch code catching ValueError catches it too."""
+
+
+class UnsupportedError(RegistrationError, NotImplementedError):
+    """A registration torch does not support either (it raises NotImplementedError),
+    such as an autograd formula for an op with keyword-only tensor arguments."""
 
 
 class AutogradError(RuntimeError):

@@ -96,6 +96,7 @@ PUBLIC = {
         "register_blockwise",
         "register_fake",
         "register_kernel",
+        "register_torch_dispatch",
         "trace",
         "uint16",
         "uint32",
@@ -174,9 +175,11 @@ PUBLIC = {
         "MissingKernelError",
         "OpCheckError",
         "RegistrationError",
+        "RegistrationValueError",
         "SchemaError",
         "SchemaParseError",
         "UnknownOperatorError",
+        "UnsupportedError",
     ],
     "customop.fake": [
         "DebugCheckError",
@@ -209,6 +212,7 @@ PUBLIC = {
         "register_blockwise",
         "register_fake",
         "register_kernel",
+        "register_torch_dispatch",
     ],
     "customop.adapter": [
         "CallShape",

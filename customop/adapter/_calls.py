@@ -53,7 +53,7 @@ def call_objects(handle: OperatorHandle) -> tuple[Any, ...]:
     """
     found: list[Any] = []
     definition = handle.extra(DEFINITION)
-    live = definition is not None and not definition.replaced and not handle.name.overload
+    live = definition is not None and not definition.replaced
     if live and definition is not None and definition.operator is handle:
         found += definition.call_objects()
     if handle.dispatcher is default_dispatcher:

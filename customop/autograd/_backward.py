@@ -94,6 +94,8 @@ def _run_formula(node: Node, out_grads: list[Any]) -> tuple[Any, ...]:
         results = tuple(result)
     else:  # one gradient for a one-input op (a list: the gradient of a Tensor[] input)
         results = (result,)
+    if formula.torch_form:  # torch's form: gradients of the positional arguments only
+        results += (None,) * (len(node.inputs) - len(results))
     expected = len(node.inputs)
     if len(results) != expected:
         names = ", ".join(arg.name for arg in node.op.schema.arguments)

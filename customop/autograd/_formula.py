@@ -37,7 +37,7 @@ from customop.dispatch import (
     caller_source,
 )
 from customop.dispatch import dispatcher as default_dispatcher
-from customop.exceptions import RegistrationError
+from customop.exceptions import RegistrationError, UnsupportedError
 from customop.ops import OpDefinition, operator_handle
 from customop.schema import OUT, FunctionSchema, aliasing_tag
 
@@ -47,6 +47,7 @@ __all__ = [
     "check_formula",
     "formula_of",
     "register_autograd",
+    "torch_form",
 ]
 
 
@@ -67,6 +68,11 @@ class AutogradFormula:
         "setup_context": "``setup_context(ctx, inputs, output)``, or None.",
         "schema": "The op's schema when the formula was registered.",
         "name": 'The op\'s name, ``"ns::op"`` (with ``.overload`` when it has one).',
+        "torch_form": (
+            "Whether setup_context takes torch's ``(ctx, inputs, keyword_only_inputs, "
+            "output)`` (an op with keyword-only arguments): then ``inputs`` are the "
+            "positional arguments and backward returns their gradients only."
+        ),
         "__name__": "What dumps show for the kernel: ``autograd(<backward's name>)``.",
     }
 
@@ -80,6 +86,7 @@ class AutogradFormula:
         self.setup_context = setup_context
         self.schema = schema
         self.name = str(schema.name)
+        self.torch_form = torch_form(schema, setup_context)
         # What dumps show for the kernel: the backward the user wrote.
         self.__name__ = f"autograd({getattr(backward, '__name__', 'backward')})"
 
@@ -153,6 +160,21 @@ def _takes(fn: Callable[..., Any], count: int) -> bool:
     return accepted >= 0 and required <= count and (varargs or accepted >= count)
 
 
+def torch_form(schema: FunctionSchema, setup_context: object) -> bool:
+    """Whether ``setup_context`` is torch's ``(ctx, inputs, keyword_only_inputs, output)``.
+
+    torch calls it so for an op with keyword-only arguments; customop accepts
+    that form there, beside its own three-argument one.
+    """
+    return (
+        callable(setup_context)
+        and any(arg.kwarg_only for arg in schema.arguments)
+        and _positional(setup_context) is not None
+        and _takes(setup_context, 4)
+        and not _takes(setup_context, 3)
+    )
+
+
 def check_formula(
     schema: FunctionSchema,
     backward: object,
@@ -179,6 +201,19 @@ def check_formula(
             "(torch refuses this too). Make the op functional (return a new tensor), or "
             "register the formula on a functional op that calls it."
         )
+    keyword_tensors = [
+        schema.arguments[i].name
+        for i, _ in schema.tensor_argument_positions
+        if schema.arguments[i].kwarg_only
+    ]
+    if keyword_tensors:
+        raise UnsupportedError(
+            f"{api}: {name} takes keyword-only tensor arguments "
+            f"({', '.join(map(repr, keyword_tensors))}); register_autograd with kwarg-only "
+            "Tensor args is not supported. torch passes no gradient to them, so a formula "
+            "would silently lose theirs once the op is registered in torch. Make those "
+            "tensors positional (before the '*'), or differentiate through another op."
+        )
     if not schema.tensor_argument_positions:
         raise RegistrationError(
             f"{api}: {name} has no tensor inputs (its schema is {schema}). Gradients flow "
@@ -192,11 +227,14 @@ def check_formula(
             "it calls, as in torch. Drop the formula, or register the body as "
             "CompositeExplicitAutograd (device_types=None in @custom_op) to use one."
         )
-    if setup_context is not None and not _takes(setup_context, 3):
+    if setup_context is not None and not (
+        _takes(setup_context, 3) or torch_form(schema, setup_context)
+    ):
         raise RegistrationError(
             f"{api}: setup_context {_shown(setup_context)} does not take (ctx, inputs, output)"
-            f" for {name}. It is called with exactly those three arguments after the forward. "
-            "Give it the parameters (ctx, inputs, output)."
+            f" for {name}. It is called with exactly those three arguments after the forward "
+            "(or, for an op with keyword-only arguments, torch's four: ctx, inputs, "
+            "keyword_only_inputs, output). Give it the parameters (ctx, inputs, output)."
         )
     grads = 1 + len(schema.returns)
     if not _takes(backward, grads):

@@ -200,7 +200,7 @@ class Tape:
             # in_vars holds exactly the inputs with a tracked tensor (see `tracked`).
             ctx = AutogradContext(tuple([i in in_vars for i in range(count)]))
             if formula.setup_context is not None:
-                _setup(formula.setup_context, ctx, raw_inputs, raw_result, nested)
+                _setup(formula, op, ctx, raw_inputs, raw_result, nested=nested)
         node = Node(op, formula, raw_inputs, in_vars, ctx)
         if type(raw_result) is tuple or type(raw_result) is list:
             outputs, raw_outputs = tuple(result), tuple(raw_result)
@@ -241,17 +241,39 @@ class Nested:
 
 
 def _setup(
-    setup_context: Any,
+    formula: AutogradFormula,
+    op: OperatorHandle,
     ctx: AutogradContext,
     raw_inputs: tuple[Any, ...],
     raw_result: Any,
+    *,
     nested: Nested | None,
 ) -> None:
+    """Run setup_context on the call as the outer tapes see it (see `Tape.record`)."""
     if nested is None:
-        setup_context(ctx, raw_inputs, raw_result)
+        _call_setup(formula, op, ctx, raw_inputs, raw_result)
         return
     token = ACTIVE.set(nested.outer)
     try:
-        setup_context(ctx, nested.inputs, nested.result)
+        _call_setup(formula, op, ctx, nested.inputs, nested.result)
     finally:
         ACTIVE.reset(token)
+
+
+def _call_setup(
+    formula: AutogradFormula,
+    op: OperatorHandle,
+    ctx: AutogradContext,
+    inputs: tuple[Any, ...],
+    result: Any,
+) -> None:
+    """setup_context in its form: customop's (every input) or torch's (keyword-only apart)."""
+    setup = formula.setup_context
+    assert setup is not None
+    if not formula.torch_form:
+        setup(ctx, inputs, result)
+        return
+    arguments = op.schema.arguments
+    positional = tuple(v for a, v in zip(arguments, inputs, strict=True) if not a.kwarg_only)
+    keyword = {a.name: v for a, v in zip(arguments, inputs, strict=True) if a.kwarg_only}
+    setup(ctx, positional, keyword, result)

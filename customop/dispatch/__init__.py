@@ -57,6 +57,7 @@ from customop.dispatch._local import LOCAL_KEYS as LOCAL_KEYS
 from customop.dispatch._local import local_state as local_state
 from customop.dispatch._operator import missing_kernel as missing_kernel
 from customop.dispatch._operator import select_kernel as select_kernel
+from customop.dispatch._operator import is_live_kernel as is_live_kernel
 from customop.dispatch._operator import undefined_kernel as undefined_kernel
 
 __internal__ = (
@@ -69,6 +70,7 @@ __internal__ = (
     "Removable",
     "caller_source",
     "dispatcher",
+    "is_live_kernel",
     "keyset_from_bits",
     "local_state",
     "missing_kernel",

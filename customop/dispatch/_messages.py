@@ -135,9 +135,11 @@ def missing_kernel_error(
             if hint and device
             else f"register_impl('{name}', '{key_name}', fn)"
         )
+        # torch's phrase for a custom_op, where the key is a device's.
+        torch_says = f" ({name} does not have a kernel registered for {device})" if device else ""
         text = (
-            f"{name}: no kernel for dispatch key {key_name!r}. The op has {having}, and no "
-            f"fallback serves {key_name}. Register one with {register}, or a "
+            f"{name}: no kernel for dispatch key {key_name!r}{torch_says}. The op has {having}, "
+            f"and no fallback serves {key_name}. Register one with {register}, or a "
             "CompositeExplicitAutograd kernel that works on every backend."
         )
     return MissingKernelError(text + table_text, op=name, key=key_name)

@@ -22,7 +22,13 @@ if TYPE_CHECKING:
     from customop.dispatch._extras import Extra
     from customop.dispatch._models import TableEntry
 
-__all__ = ["OperatorHandle", "missing_kernel", "select_kernel", "undefined_kernel"]
+__all__ = [
+    "OperatorHandle",
+    "is_live_kernel",
+    "missing_kernel",
+    "select_kernel",
+    "undefined_kernel",
+]
 
 _local_get: Final = LOCAL_KEYS.get
 T = TypeVar("T")
@@ -211,6 +217,18 @@ def select_kernel(
     bits &= mask
     fn, boxed = table[bits.bit_length() - 1]
     return partial(fn, handle, keyset_from_bits(bits)) if boxed else fn
+
+
+def is_live_kernel(handle: OperatorHandle, key: DispatchKey) -> Callable[[], bool]:
+    """A test of whether the registration that serves ``key`` now is still registered.
+
+    ``get_kernel`` hands out a kernel as it is now (torch's meaning); calling it
+    once its registration was removed is an error, as torch's "invalidated".
+    """
+    record, _ = handle._entry.choose(key, handle._entry.dispatcher._fallbacks)
+    if record is None:
+        return lambda: False
+    return lambda: record.alive
 
 
 def missing_kernel(op: OperatorHandle, keyset: DispatchKeySet, /, *args: Any, **kwargs: Any) -> Any:

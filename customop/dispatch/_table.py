@@ -57,6 +57,7 @@ Reason: TypeAlias = Literal[
     "math kernel",
     "autograd kernel",
     "meta kernel",
+    "fake kernel",
     "backend fallback",
     "fallthrough",
     "missing",
@@ -84,6 +85,8 @@ def _affected(key: DispatchKey) -> tuple[DispatchKey, ...]:
     extra = [key.autograd_key] if key.autograd_key else []  # has_backend_kernel
     if key is DispatchKey.Meta:
         extra.append(DispatchKey.Fake)  # Fake borrows the Meta kernel
+    if key is DispatchKey.Fake:
+        extra.append(DispatchKey.Meta)  # and Meta the fake one
     return (key, *(k for k in extra if k is not None))
 
 
@@ -151,6 +154,11 @@ def _plan(
 def _rule(
     present: frozenset[DispatchKey], fallbacks: frozenset[DispatchKey], key: DispatchKey
 ) -> Source:
+    if key is DispatchKey.Meta and DispatchKey.Fake in present:
+        # torch registers an op's fake impl as its Meta kernel (over one there
+        # already), so torch meta tensors run the fake impl; customop.torch
+        # mirrors a Meta kernel only for an op without one.
+        return DispatchKey.Fake, "fake kernel"
     if key in present:
         return key, "kernel"
     if key is DispatchKey.Fake:

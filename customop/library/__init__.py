@@ -22,6 +22,13 @@ from customop.ops import Ops
 from customop.ops import ops
 from customop.ops import OpOverload
 from customop.library._registered import handle_of
+from customop.library._torch_dispatch import register_torch_dispatch
+
+# Internal API: the names sibling packages may import from this one's private
+# modules (tests/test_layers.py checks every import against this list).
+from customop.library._torch_dispatch import TORCH_DISPATCH as TORCH_DISPATCH
+
+__internal__ = ("TORCH_DISPATCH",)
 
 __all__ = [
     "CustomOpDef",
@@ -46,4 +53,5 @@ __all__ = [
     "register_blockwise",
     "register_fake",
     "register_kernel",
+    "register_torch_dispatch",
 ]

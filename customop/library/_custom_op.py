@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, overload
 
 from customop.autograd import register_autograd as register_formula
@@ -26,8 +27,14 @@ from customop.dispatch import (
 )
 from customop.dispatch import dispatcher as default_dispatcher
 from customop.exceptions import RegistrationError, SchemaError
+from customop.library._enabled import kernel_enabled
 from customop.library._fake_impl import generated_fake
-from customop.library._hooks import device_keys, register_fake_on, register_kernel_on
+from customop.library._hooks import (
+    check_device_input,
+    device_keys,
+    register_fake_on,
+    register_kernel_on,
+)
 from customop.library._library import Library
 from customop.library._lifetime import (
     live_definition,
@@ -45,6 +52,7 @@ from customop.ops import (
     bind_overload,
     choice_checks,
     enum_kernel,
+    refuse_under_dynamo,
     swap_class,
 )
 from customop.schema import (
@@ -103,6 +111,7 @@ class CustomOpDef(OpDefinition, Generic[P, R]):
         # are never called in a given process. `_specialize` moves this object
         # to a class of its own whose __call__ is the op's generated code (a
         # staticmethod), so later calls cost what op.op(x) does.
+        refuse_under_dynamo(self._name)  # torch.compile of an op not registered in torch
         return self._specialize()(*args, **kwargs)  # type: ignore[no-any-return]
 
     def _specialize(self) -> Callable[..., Any]:
@@ -345,6 +354,25 @@ class CustomOpDef(OpDefinition, Generic[P, R]):
         self._guard()
         return register_formula(self, backward, setup_context=setup_context)
 
+    def set_kernel_enabled(
+        self, device_type: str, enabled: bool = True
+    ) -> AbstractContextManager[None]:
+        """Within the block, turn ``device_type``'s registered kernel off (or back on).
+
+        torch's ``CustomOpDef.set_kernel_enabled``: while disabled, calls on that
+        device run this op's own function; a log line (logger ``customop.library``)
+        says when there is nothing to change.
+
+        Args:
+            device_type: ``"cpu"``, ``"cuda"``, ...
+            enabled: False to disable the kernel, True to enable it again.
+
+        Returns:
+            A context manager.
+        """
+        self._guard()
+        return kernel_enabled(self, device_type, enabled)
+
     def register_dispatch_mode(self, mode: type, fn: Callable[..., Any]) -> RegistrationHandle:
         """Run ``fn(mode, op, types, args, kwargs)`` for this op while a ``mode`` is active.
 
@@ -399,6 +427,8 @@ class _Specialized(CustomOpDef[Any, Any]):
         pass
 
 
+_PT2 = "pt2_compliant_tag"
+
 # Guards the one-time binding of a definition's OpOverload and call code.
 _bind_lock = RegistryLock()
 
@@ -444,6 +474,7 @@ def _define(
     options: CustomOpOptions, fn: Callable[P, R], dispatcher: Dispatcher
 ) -> CustomOpDef[P, R]:
     schema, choices = _schema_of(options, fn)
+    check_device_input(schema, options.device_types, "custom_op")
     keys = device_keys(dispatcher, options.device_types, "custom_op")
     source = caller_source()
     # One write under the registration lock: see `_lifetime`.
@@ -468,9 +499,9 @@ def _define(
             fake = generated_fake(schema)
             if fake is not None and DispatchKey.Meta not in kernels:
                 kernels[DispatchKey.Meta] = fake  # see generated_fake: torch's rule
-            library.define(
-                schema, tags=options.tags, source=source, kernels=kernels, kernel_hint=hint
-            )
+            # torch's custom_op marks every op pt2_compliant_tag (once), first.
+            tags = (_PT2, *(tag for tag in options.tags if tag != _PT2))
+            library.define(schema, tags=tags, source=source, kernels=kernels, kernel_hint=hint)
         except BaseException:
             library.close()
             raise

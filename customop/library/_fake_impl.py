@@ -13,6 +13,7 @@ from typing import Any
 
 from customop.dispatch import DispatchKey, OperatorHandle
 from customop.exceptions import RegistrationError
+from customop.library._tagged import mark_generated
 from customop.schema import FunctionSchema
 from customop.tensor import FAKE_IMPL_CODES
 
@@ -22,6 +23,9 @@ __all__ = ["generated_fake", "refuse_fake_over_decomposition", "remember_fake_im
 def mutates_and_returns_nothing(*args: object, **kwargs: object) -> None:
     """The generated fake impl of an op that writes its inputs and returns nothing."""
     return None
+
+
+mark_generated(mutates_and_returns_nothing)
 
 
 def generated_fake(schema: FunctionSchema) -> Callable[..., None] | None:

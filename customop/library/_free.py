@@ -19,9 +19,16 @@ from customop.dispatch import (
     DispatchKeySet,
     OperatorHandle,
     RegistrationHandle,
+    is_live_kernel,
+    select_kernel,
 )
 from customop.dispatch import dispatcher as default_dispatcher
-from customop.exceptions import MissingKernelError, RegistrationError
+from customop.exceptions import (
+    DispatchKeyError,
+    MissingKernelError,
+    RegistrationError,
+    RegistrationValueError,
+)
 from customop.library._fake_impl import remember_fake_impl
 from customop.library._hooks import (
     DEFAULT_DEVICE,
@@ -33,7 +40,7 @@ from customop.library._library import Library
 from customop.library._registered import remember_handle
 from customop.library._spellings import TagsLike, read_tags
 from customop.library._tagged import tagged_kernels
-from customop.ops import canonical_dtypes, check_signature, operator_handle
+from customop.ops import canonical_dtypes, check_signature, operator_handle, prepare_kernel
 from customop.schema import FunctionSchema, parse_operator_name, parse_schema
 from customop.tensor import BUILTIN_DEVICES
 
@@ -49,7 +56,7 @@ def _full_schema(qualname: str, schema: str | FunctionSchema, api: str) -> Funct
     """``qualname`` plus a nameless schema: ``"ns::op"`` + ``"(Tensor x) -> Tensor"``."""
     name = parse_operator_name(qualname)
     if not name.namespace:
-        raise RegistrationError(
+        raise RegistrationValueError(
             f"{api}: {qualname!r} has no namespace. Operators live in namespaces, so "
             "libraries stay apart. Write it as 'namespace::name', e.g. 'mylib::op'."
         )
@@ -59,27 +66,54 @@ def _full_schema(qualname: str, schema: str | FunctionSchema, api: str) -> Funct
         text = schema.strip()
         parsed = parse_schema(qualname + text if text.startswith("(") else text)
     if parsed.name is not None and parsed.name != name:
-        raise RegistrationError(
+        raise RegistrationValueError(
             f"{api}: the schema names {str(parsed.name)!r}, but the op is {qualname!r}. "
-            "The op's name comes from the first argument. Write the schema without a "
-            "name, as in '(Tensor x) -> Tensor'."
+            "The op's name comes from the first argument (torch: expected schema to look "
+            "like '(Tensor x) -> Tensor'). Write the schema without a name, as in "
+            "'(Tensor x) -> Tensor'."
         )
     return parsed.model_copy(update={"name": name})
 
 
+@overload
 def define(
     qualname: str,
     schema: str | FunctionSchema,
+    alias_analysis: str = "",
     *,
     lib: Library | None = None,
     tags: TagsLike = (),
     dispatcher: Dispatcher | None = None,
-) -> RegistrationHandle:
+) -> RegistrationHandle: ...
+
+
+@overload
+def define(
+    qualname: Library, schema: str | FunctionSchema, alias_analysis: str = ""
+) -> Callable[[F], F]: ...
+
+
+def define(
+    qualname: str | Library,
+    schema: str | FunctionSchema,
+    alias_analysis: str = "",
+    *,
+    lib: Library | None = None,
+    tags: TagsLike = (),
+    dispatcher: Dispatcher | None = None,
+) -> RegistrationHandle | Callable[[F], F]:
     """Define the operator ``qualname`` with ``schema``, as ``torch.library.define``.
 
+    torch's older spelling, ``@define(lib, "name(Tensor x) -> Tensor")``, defines
+    the op in ``lib`` and registers the decorated function as its kernel for the
+    library's key (else CompositeImplicitAutograd), returning the function.
+
     Args:
-        qualname: ``"namespace::name"`` (or ``"namespace::name.overload"``).
-        schema: The schema without the name, e.g. ``"(Tensor x) -> Tensor"``.
+        qualname: ``"namespace::name"`` (or ``"namespace::name.overload"``), or a
+            `Library` (the older spelling).
+        schema: The schema without the name, e.g. ``"(Tensor x) -> Tensor"`` (with
+            the name in the older spelling).
+        alias_analysis: As for `Library.define` (``""`` or ``"FROM_SCHEMA"``).
         lib: A `Library` that owns the definition; without it the definition
             lives until the returned handle is removed.
         tags: A tag or a sequence of tags (str, or ``torch.Tag``).
@@ -93,12 +127,32 @@ def define(
         SchemaParseError: ``schema`` does not parse.
     """
     api = "define"
+    if isinstance(qualname, Library):
+        return _legacy_define(qualname, schema, alias_analysis)
     parsed = _full_schema(qualname, schema, api)
     if lib is not None:
-        return lib.define(parsed, tags=tags)
+        return lib.define(parsed, alias_analysis, tags=tags)
     target = default_dispatcher if dispatcher is None else dispatcher
     names = read_tags(tags)
     return target.register_def(parsed, tags=names, kernels=tagged_kernels(parsed, names, None, api))
+
+
+def _legacy_define(
+    lib: Library, schema: str | FunctionSchema, alias_analysis: str
+) -> Callable[[F], F]:
+    """``@define(lib, schema)``: the def, then the decorated function as its kernel."""
+
+    def register(fn: F) -> F:
+        lib.define(schema, alias_analysis)
+        parsed = parse_schema(schema) if isinstance(schema, str) else schema
+        name = parsed.name
+        assert name is not None  # Library.define refused a nameless schema
+        remember_handle(
+            fn, lib.impl(f"{name.name}.{name.overload}" if name.overload else name.name, fn)
+        )
+        return fn
+
+    return register
 
 
 def _impl_keys(dispatcher: Dispatcher, types: str | Sequence[str], api: str) -> list[DispatchKey]:
@@ -113,7 +167,13 @@ def _impl_keys(dispatcher: Dispatcher, types: str | Sequence[str], api: str) -> 
         ):
             keys.extend(device_keys(dispatcher, name, api))
         else:
-            keys.append(dispatcher.parse_key(name, api=api))
+            try:
+                keys.append(dispatcher.parse_key(name, api=api))
+            except DispatchKeyError as error:
+                devices = ", ".join([*BUILTIN_DEVICES, DEFAULT_DEVICE])
+                raise RegistrationValueError(
+                    f"{error} (torch: Expected one of {devices}, or a dispatch key)"
+                ) from None
     return keys
 
 
@@ -128,7 +188,7 @@ def _impl_now(
     if found is not None and found.has_schema:
         what = "fake impl" if keys == [DispatchKey.Fake] else "kernel"
         check_signature(fn, found.schema, api, what)
-        kernel = canonical_dtypes(fn, found.schema)
+        kernel = prepare_kernel(fn, found.schema)
         if DispatchKey.Fake in keys:
             fake = canonical_dtypes(remember_fake_impl(fn, qualname), found.schema)
     handles = [
@@ -272,13 +332,24 @@ def get_kernel(
     if entry.reason in ("missing", "fallthrough"):
         raise MissingKernelError(
             f"{api}: {str(handle.name)!r} has no kernel for dispatch key {entry.key!r} "
-            f"(the table says {entry.reason!r}). Only a key with a kernel can give one. "
+            f"(the table says {entry.reason!r}; torch: no kernel for {entry.key} for "
+            f"{handle.name}). Only a key with a kernel can give one. "
             f"Register one, or pick a key from dispatcher.dump_table({str(handle.name)!r})."
         )
-    keyset = DispatchKeySet(key)
+    # The kernel as it is now, as torch's get_kernel: a kernel registered later that
+    # calls this one must not reach itself through the table.
+    fn = select_kernel(handle, DispatchKeySet(key).bits)
+    live = is_live_kernel(handle, key)
+    name = str(handle.name)
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
-        return handle.redispatch(keyset, *args, **kwargs)
+        if not live():
+            raise RegistrationError(
+                f"{api}: the {entry.key} kernel of {name!r} from {entry.source} has been "
+                "invalidated: its registration was removed (torch: 'has been invalidated'). "
+                "It no longer belongs to the op. Call get_kernel again for the current one."
+            )
+        return fn(*args, **kwargs)
 
     kernel.__name__ = kernel.__qualname__ = entry.kernel or f"{handle.name}.{entry.key}"
     kernel.__doc__ = f"{handle.name}'s {entry.key} kernel ({entry.reason}, from {entry.source})."

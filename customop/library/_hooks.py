@@ -12,23 +12,30 @@ from typing import TYPE_CHECKING, Any, Final, ParamSpec, TypeGuard, TypeVar, ove
 
 from customop.dispatch import Dispatcher, DispatchKey, OperatorHandle, RegistrationHandle
 from customop.dispatch import dispatcher as default_dispatcher
-from customop.exceptions import RegistrationError
+from customop.exceptions import RegistrationError, RegistrationValueError
 from customop.library._fake_impl import refuse_fake_over_decomposition, remember_fake_impl
 from customop.library._registered import remember_handle
 from customop.library._tagged import fake_over_generated, is_generated_fake
-from customop.ops import canonical_dtypes, check_signature, operator_handle
+from customop.ops import (
+    OpOverload,
+    canonical_dtypes,
+    check_signature,
+    operator_handle,
+    prepare_kernel,
+)
 from customop.tensor import BUILTIN_DEVICES
 
 if TYPE_CHECKING:
     from customop.library._custom_op import CustomOpDef
     from customop.library._library import Library
-    from customop.ops import OpOverload
+    from customop.schema import FunctionSchema
 
     #: What the other overloads take: ops with no Python signature (not a CustomOpDef,
     #: so that a fn that does not fit a CustomOpDef's signature is an error).
     UntypedOp = str | OpOverload | OperatorHandle
 
 __all__ = [
+    "check_device_input",
     "device_keys",
     "one_handle",
     "register_fake",
@@ -97,6 +104,21 @@ def one_handle(handles: list[RegistrationHandle]) -> RegistrationHandle:
     return handles[0] if len(handles) == 1 else RegistrationHandle.group(handles)
 
 
+def check_device_input(schema: FunctionSchema, device_types: object, api: str) -> None:
+    """A kernel per device needs a call that names its device: a tensor or ``Device``."""
+    if device_types is None or device_types == "default" or schema.tensor_argument_positions:
+        return
+    if any(str(a.type).removesuffix("?") == "Device" for a in schema.arguments):
+        return
+    raise RegistrationValueError(
+        f"{api}: {str(schema.name)!r} takes no tensor and no Device argument ({schema}), "
+        f"so no call says which device's kernel to run (torch: Functions without tensor "
+        "inputs are required to have a `device: torch.device` argument). Add a `device: "
+        "torch.device` (Device) parameter, or register one kernel for every device "
+        "(device_types=None)."
+    )
+
+
 def register_kernel_on(
     library: Library,
     op: OperatorHandle,
@@ -105,6 +127,7 @@ def register_kernel_on(
 ) -> RegistrationHandle:
     """A kernel for ``op`` on each device type, owned by ``library``."""
     api = f"{op.name}.register_kernel"
+    check_device_input(op.schema, device_types, api)
     keys = device_keys(library.dispatcher, device_types, api)
     check_signature(fn, op.schema, api, "kernel")
     handles = [library.impl(str(op.name), fn, key) for key in keys]
@@ -129,11 +152,17 @@ def _is_custom_op(op: object) -> TypeGuard[CustomOpDef[Any, Any]]:
 
 
 def _by_name(op: object, lib: Library | None, dispatcher: Dispatcher | None) -> object:
-    """The live @custom_op definition a name refers to (as torch resolves names), else ``op``."""
-    if not isinstance(op, str) or lib is not None:
+    """The live @custom_op definition a name or an `OpOverload` of it refers to (as torch
+    resolves them: a redefinition removes what was registered through either), else ``op``."""
+    if lib is not None:
         return op
     from customop.library._custom_op import live_definition  # noqa: PLC0415 -- import cycle
 
+    if isinstance(op, OpOverload) and op.is_current:
+        found = live_definition(op.dispatcher, str(op.name))
+        return op if found is None or found.operator is not op.handle else found
+    if not isinstance(op, str):
+        return op
     found = live_definition(_dispatcher(None, dispatcher), op)
     return op if found is None else found
 
@@ -155,7 +184,7 @@ def _kernel_now(
     if lib is not None:
         handles = [lib.impl(str(handle.name), fn, key) for key in keys]
     else:
-        kernel = canonical_dtypes(fn, handle.schema)
+        kernel = prepare_kernel(fn, handle.schema)
         handles = [handle.dispatcher.register_impl(handle.name, k, kernel) for k in keys]
     return remember_handle(fn, one_handle(handles))
 
@@ -168,13 +197,8 @@ def _fake_now(
     if _is_custom_op(op) and allow_override:
         return op.register_fake(fn)  # type: ignore[return-value]
     handle = operator_handle(op, _dispatcher(lib, dispatcher), api)
-    top = handle._entry.top(DispatchKey.Fake)
-    if not allow_override and top is not None and not is_generated_fake(top.fn):
-        raise RegistrationError(
-            f"{api}: {str(handle.name)!r} already has a fake impl, and allow_override=False. "
-            "Registering another would override it. Remove the first (customop.handle_of(fn)"
-            ".remove()), or leave allow_override at True to stack the new one over it."
-        )
+    if not allow_override:
+        _refuse_second_fake(handle, api)
     if _is_custom_op(op):
         return op.register_fake(fn)  # type: ignore[return-value]
     check_signature(fn, handle.schema, api, "fake impl")
@@ -186,6 +210,23 @@ def _fake_now(
         with fake_over_generated(handle.dispatcher, str(handle.name)):
             registered = handle.dispatcher.register_impl(handle.name, DispatchKey.Fake, fake)
     return remember_handle(fn, registered)
+
+
+def _refuse_second_fake(handle: OperatorHandle, api: str) -> None:
+    """allow_override=False: a fake impl or a Meta kernel (torch derives one) is there."""
+    for key, what in (
+        (DispatchKey.Fake, "a fake impl"),
+        (DispatchKey.Meta, "a Meta implementation"),
+    ):
+        entry = handle.table_entry(key)
+        top = handle._entry.top(key)
+        if entry.reason == "kernel" and top is not None and not is_generated_fake(top.fn):
+            raise RegistrationError(
+                f"{api}: {str(handle.name)!r} already has {what} ({entry.kernel} at "
+                f"{entry.source}), and allow_override=False. Registering another would "
+                "override it. Remove the first (customop.handle_of(fn).remove()), or leave "
+                "allow_override at True to stack the new one over it."
+            )
 
 
 def _dispatcher(lib: Library | None, dispatcher: Dispatcher | None) -> Dispatcher:

@@ -20,12 +20,17 @@ from customop.dispatch import (
     run_or_defer,
 )
 from customop.dispatch import dispatcher as default_dispatcher
-from customop.exceptions import RegistrationError
+from customop.exceptions import RegistrationError, RegistrationValueError
 from customop.library._fake_impl import remember_fake_impl
-from customop.library._spellings import TagsLike, read_tags
+from customop.library._spellings import (
+    TagsLike,
+    op_name_text,
+    read_tags,
+    refuse_type_variables,
+)
 from customop.library._tagged import fake_over_generated, is_generated_fake, tagged_kernels
 from customop.library._torch_kernels import adapt_kernel
-from customop.ops import canonical_dtypes, check_signature
+from customop.ops import canonical_dtypes, check_signature, prepare_kernel
 from customop.schema import (
     FunctionSchema,
     OperatorName,
@@ -84,10 +89,10 @@ class Library:
         # dispatch_key="" is torch's spelling of "none": the same as None.
         self.dispatcher = default_dispatcher if dispatcher is None else dispatcher
         if kind not in ("DEF", "IMPL", "FRAGMENT"):
-            raise RegistrationError(
-                f"Library: kind {kind!r} is not a library kind. A library either owns its "
-                "namespace (DEF), adds definitions to it (FRAGMENT), or registers kernels "
-                "only (IMPL). Use 'DEF', 'FRAGMENT' or 'IMPL'."
+            raise RegistrationValueError(
+                f"Library: kind {kind!r} is not a library kind (torch: Unsupported kind). A "
+                "library either owns its namespace (DEF), adds definitions to it (FRAGMENT), "
+                "or registers kernels only (IMPL). Use 'DEF', 'FRAGMENT' or 'IMPL'."
             )
         key = None if not dispatch_key else self.dispatcher.parse_key(dispatch_key, api="Library")
         self.ns = ns
@@ -175,6 +180,7 @@ class Library:
                 f"{api}: schema {str(parsed)!r} has no name. An operator is found by its name. "
                 "Write it as 'name(args) -> returns'."
             )
+        refuse_type_variables(parsed, api)
         name = parsed.name
         if not name.namespace:
             parsed = parsed.model_copy(update={"name": self._qualify(str(name), api)})
@@ -182,7 +188,7 @@ class Library:
             self._qualify(str(name), api)  # raises, naming both namespaces
         tag_names = read_tags(tags)
         if kernels:
-            kernels = {key: canonical_dtypes(fn, parsed) for key, fn in kernels.items()}
+            kernels = {key: prepare_kernel(fn, parsed) for key, fn in kernels.items()}
         kernels = tagged_kernels(parsed, tag_names, kernels, api)  # inplace / out: a fake too
         handle = self.dispatcher.register_def(
             parsed, tags=tag_names, source=source, kernels=kernels, kernel_hint=kernel_hint
@@ -192,7 +198,7 @@ class Library:
 
     def impl(
         self,
-        name: str,
+        name: str | object,
         fn: Callable[..., Any],
         dispatch_key: KeyLike | None = None,
         *,
@@ -212,7 +218,8 @@ class Library:
         a warning). ``source`` is as for `define`.
 
         Args:
-            name: the op, as ``"op"``, ``"op.overload"`` or ``"ns::op"`` (in this
+            name: the op, as ``"op"``, ``"op.overload"``, ``"ns::op"`` or an op object
+                (a customop or torch `OpOverload` or packet) (in this
                 library's namespace); it may be defined later.
             fn: the kernel, called with the op's arguments.
             dispatch_key: the key ``fn`` serves (a `DispatchKey` or its name);
@@ -235,9 +242,23 @@ class Library:
             DispatchKeyError: ``dispatch_key`` is not a dispatch key.
         """
         api = "Library.impl"
+        name = op_name_text(name)  # torch code passes op objects too
+        if not isinstance(name, str):
+            raise TypeError(
+                f"{api}: expected the op's name or op object, got {name!r:.200}. The kernel "
+                "is registered for a named op. Pass 'op', 'op.overload', 'ns::op' or the op."
+            )
         self._check_open(api, name)
         op = self._qualify(name, api)
         key = self._key(dispatch_key, f"{api}({str(op)!r})")  # a bad key's error names the op
+        if self.dispatch_key is not None and key is not self.dispatch_key:
+            raise RegistrationError(
+                f"{api}: {str(op)!r} for key {key.name if key else None!r} in a library of "
+                f"key {self.dispatch_key.name!r} (torch: Explicitly provided dispatch key is "
+                "inconsistent with the dispatch key of the enclosing TORCH_LIBRARY_IMPL "
+                "block). A keyed library registers for its own key only. Leave the key out, "
+                "or use a library without one."
+            )
         if not allow_override:
             self._refuse_override(op, key, api)
         kernel = _keyset_kernel(fn) if with_keyset else self._checked(op, fn, key, api)
@@ -259,10 +280,11 @@ class Library:
     def _refuse_override(self, op: OperatorName, key: DispatchKey | None, api: str) -> None:
         found = self.dispatcher.find_op(str(op))
         target = DispatchKey.CompositeImplicitAutograd if key is None else key
-        top = None if found is None else found._entry.top(target)
-        if top is not None and not is_generated_fake(top.fn):  # a generated fake gives way
+        record = None if found is None else found._entry.top(target)
+        if record is not None and not is_generated_fake(record.fn):  # a generated fake gives way
             raise RegistrationError(
-                f"{api}: {str(op)!r} already has a kernel for {target.name!r}, and "
+                f"{api}: {str(op)!r} already has a kernel for {target.name!r} (torch: there is "
+                f"already a kernel registered, from {record.source if record else '?'}), and "
                 "allow_override=False. Registering another would override it. Remove the first "
                 "kernel's handle, or leave allow_override at True to stack the new one over it."
             )
@@ -279,7 +301,9 @@ class Library:
         # positional parameters have other names: it checks only that fn can take
         # the arguments (register_kernel and register_fake also check the names).
         check_signature(fn, found.schema, api, what, names=api != "Library.impl")
-        return canonical_dtypes(fn, found.schema)
+        if key is DispatchKey.Fake:
+            return canonical_dtypes(fn, found.schema)
+        return prepare_kernel(fn, found.schema)
 
     def register_fake(
         self, name: str, fn: Callable[..., Any], *, allow_override: bool = True

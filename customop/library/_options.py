@@ -30,10 +30,11 @@ class CustomOpOptions(BaseModel):
     @classmethod
     def _check_name(cls, name: str) -> str:
         parsed = parse_operator_name(name)
-        if not parsed.namespace or parsed.overload:
+        if not parsed.namespace:
             raise ValueError(
-                f"name {name!r} must be 'namespace::name' (no overload). The namespace keeps "
-                "libraries apart. Write e.g. 'mylib::my_op'."
+                f"name {name!r} must be 'namespace::name' (or 'namespace::name.overload', "
+                "as torch's custom_op). The namespace keeps libraries apart. Write e.g. "
+                "'mylib::my_op'."
             )
         return name
 
@@ -70,8 +71,10 @@ def check_mutates_against(schema: FunctionSchema, options: CustomOpOptions) -> N
         return
     written = set(schema.mutated_arguments)
     if written != set(options.mutates_args):
+        mutated = "{" + ", ".join(map(repr, sorted(written))) + "}"  # torch's phrase
         raise ValueError(
             f"custom_op: {options.name!r}: mutates_args={sorted(options.mutates_args)!r} but the "
-            f"schema writes {sorted(written)!r}. The schema's (a!) annotations are what callers "
-            "and tracing rely on. Make mutates_args name exactly the arguments the schema writes."
+            f"schema writes {sorted(written)!r} (the op mutates {mutated}). The schema's (a!) "
+            "annotations are what callers and tracing rely on. Make mutates_args name exactly "
+            "the arguments the schema writes."
         )

@@ -21,8 +21,10 @@ from customop.ops._callgen import item_types as item_types
 from customop.ops._callgen import items_checkable as items_checkable
 from customop.ops._callgen import python_default as python_default
 from customop.ops._callhooks import on_call_object as on_call_object
+from customop.ops._compiling import refuse_under_dynamo as refuse_under_dynamo
 from customop.ops._checks import BASE_CHECKS as BASE_CHECKS
 from customop.ops._checks import argument_type_error as argument_type_error
+from customop.ops._checks import checked_values as checked_values
 from customop.ops._checks import attach_value_checks as attach_value_checks
 from customop.ops._choices import choice_checks as choice_checks
 from customop.ops._choices import enum_kernel as enum_kernel
@@ -30,6 +32,7 @@ from customop.ops._codegen import compile_function as compile_function
 from customop.ops._codegen import forget as forget
 from customop.ops._debugstate import debug_state as debug_state
 from customop.ops._dtype_args import canonical_dtypes as canonical_dtypes
+from customop.ops._written import prepare_kernel as prepare_kernel
 from customop.ops._identity import DEFINITION as DEFINITION
 from customop.ops._identity import OpDefinition as OpDefinition
 from customop.ops._identity import definition_of as definition_of
@@ -60,10 +63,12 @@ __internal__ = (
     "MISSING",
     "OpDefinition",
     "argument_type_error",
+    "checked_values",
     "attach_value_checks",
     "bind_overload",
     "can_generate",
     "canonical_dtypes",
+    "prepare_kernel",
     "check_signature",
     "choice_checks",
     "debug_state",
@@ -76,6 +81,7 @@ __internal__ = (
     "operator_handle",
     "python_default",
     "on_call_object",
+    "refuse_under_dynamo",
 )
 
 __all__ = [

@@ -44,8 +44,8 @@ from customop.ops._binding import MISSING, binding_error, explaining_qualname
 from customop.ops._calltemplate import CallShape, named_code
 from customop.ops._checks import (
     Check,
-    argument_type_error,
     attached_value_checks,
+    checked_values,
     value_check,
 )
 from customop.ops._codegen import compile_function
@@ -134,6 +134,12 @@ class CallCode:
             type_checkable(a.type) or i in self.lists or i in self.values
             for i, a in enumerate(arguments)
         )
+        if not schema.tensor_argument_positions and any(
+            str(a.type).removesuffix("?") == "Device" for a in arguments
+        ):
+            # A factory op dispatches on its Device argument's value, which no
+            # argument type says: every call picks its kernel.
+            self.fast = False
         self.npos = sum(1 for arg in arguments if not arg.kwarg_only)
         self.keywords = tuple(arg.name for arg in arguments if arg.kwarg_only)
         self.required = tuple(i for i, arg in enumerate(arguments) if arg.default is None)
@@ -212,10 +218,9 @@ class CallCode:
                 self._check_current()
         return token, fn
 
-    def _check_arguments(self, values: tuple[Any, ...]) -> None:
-        for index, check in enumerate(self.checks):
-            if not check(values[index]):
-                argument_type_error(self.schema, index, values[index], self.api, check)
+    def _checked(self, values: tuple[Any, ...]) -> tuple[Any, ...]:
+        """``values`` past this callable's checks (a list argument given as a sequence, a list)."""
+        return checked_values(self.schema, values, self.checks, self.api)
 
     def _check_current(self) -> None:
         if self.guard is not None or self.handle._entry.schema is not self.schema:
@@ -282,10 +287,10 @@ class CallCode:
         # across a redefinition with this schema takes up the new checks first.
         self._check_current()
         checks = self.checks
-        self._check_arguments(values)
+        values = self._checked(values)
         token, fn = self._current_kernel(values)
         if self.checks is not checks:  # redefined with this schema: its own checks
-            self._check_arguments(values)
+            values = self._checked(values)
         self._fill(token, values, fn)
         if debug_state.active:
             return debug_state.run(self.schema, fn, *self.split(values))

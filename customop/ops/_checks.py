@@ -8,10 +8,11 @@ type registered as a backend is a Tensor here too.
 
 from __future__ import annotations
 
+import collections.abc
 import numbers
 import reprlib
-from collections.abc import Callable
-from typing import Final, NoReturn
+from collections.abc import Callable, Sequence
+from typing import Any, Final, NoReturn
 
 from customop.dispatch import Dispatcher, Extra, OperatorHandle, RegistrationHandle
 from customop.schema import (
@@ -31,6 +32,7 @@ __all__ = [
     "argument_type_error",
     "attach_value_checks",
     "attached_value_checks",
+    "checked_values",
     "is_tensor_check",
     "value_check",
 ]
@@ -59,8 +61,23 @@ def _is_int(value: object) -> bool:
 
 
 def _is_size(value: object) -> bool:
-    # A SymInt (a data-dependent size from a fake impl) is an int to int and SymInt args.
-    return _is_int(value) or isinstance(value, SymInt)
+    # A SymInt (a data-dependent size from a fake impl, customop's or torch's) is an
+    # int to int and SymInt args.
+    return _is_int(value) or isinstance(value, SymInt) or _is_torch(value, "SymInt")
+
+
+def _is_torch(value: object, name: str) -> bool:
+    """Whether ``value`` is a torch ``name`` (read by type name: torch is never imported)."""
+    kind = type(value)
+    return kind.__name__ == name and kind.__module__.partition(".")[0] == "torch"
+
+
+def _is_layout(value: object) -> bool:
+    return _is_int(value) or _is_torch(value, "layout")  # torch.strided, ...
+
+
+def _is_memory_format(value: object) -> bool:
+    return _is_int(value) or _is_torch(value, "memory_format")  # torch.channels_last, ...
 
 
 def _is_float(value: object) -> bool:
@@ -126,8 +143,8 @@ BASE_CHECKS: Final[dict[str, Check]] = {
     "int": _is_size,
     "SymInt": _is_size,
     "DeviceIndex": _is_int,
-    "Layout": _is_int,
-    "MemoryFormat": _is_int,
+    "Layout": _is_layout,
+    "MemoryFormat": _is_memory_format,
     "QScheme": _is_int,
     "float": _is_float,
     "SymFloat": _is_float,
@@ -232,6 +249,39 @@ def argument_type_error(
     raise TypeError(
         f"{api}: argument {arg.name!r} ({where}) expects {expects}, got {_kind(value)} "
         f"{_short.repr(value)}. The schema is {schema}. {hint}"
+    )
+
+
+def checked_values(
+    schema: FunctionSchema, values: tuple[Any, ...], checks: Sequence[Check], api: str
+) -> tuple[Any, ...]:
+    """``values``, each passing its check; raises `argument_type_error` for one that fails.
+
+    A list argument given as another sequence (a ``collections.abc.Sequence``
+    such as ``torch.Size`` or a user's class, never a str) becomes a list, as
+    torch's dispatcher makes one.
+    """
+    for index, check in enumerate(checks):
+        value = values[index]
+        if check(value):
+            continue
+        if _listish(schema.arguments[index].type) and _other_sequence(value):
+            fixed = list(value)
+            if check(fixed):
+                values = (*values[:index], fixed, *values[index + 1 :])
+                continue
+        argument_type_error(schema, index, value, api, check)
+    return values
+
+
+def _listish(tp: SchemaType) -> bool:
+    inner = tp.elem if isinstance(tp, OptionalType) else tp
+    return isinstance(inner, ListType)
+
+
+def _other_sequence(value: object) -> bool:
+    return isinstance(value, collections.abc.Sequence) and not isinstance(
+        value, str | bytes | list | tuple
     )
 
 

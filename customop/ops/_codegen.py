@@ -9,6 +9,7 @@ tracebacks and debuggers show it (attrs' ``_linecache_and_compile``), and
 
 from __future__ import annotations
 
+import builtins
 import linecache
 import sys
 from collections.abc import Callable, Sequence
@@ -66,6 +67,9 @@ def compile_function(
         code = code.replace(co_qualname=name, co_filename=path)
     else:
         code = code.replace(co_filename=path)
+    # Real globals, as exec gives them: Dynamo (torch.compile) reads __builtins__ from
+    # every frame it looks at, and fails inside on a function without them.
+    namespace.setdefault("__builtins__", builtins)
     fn = FunctionType(code, namespace, "__call__", tuple(defaults) or None)
     fn.__kwdefaults__ = kwdefaults or None
     fn.__qualname__ = qualname

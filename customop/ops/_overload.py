@@ -19,11 +19,29 @@ from customop.ops._binding import python_signature
 from customop.ops._callgen import CallCode, can_generate, compile_call, python_default
 from customop.ops._callhooks import adopt_overload
 from customop.ops._checks import Check, attached_value_checks, is_tensor_check
+from customop.ops._compiling import refuse_under_dynamo
 from customop.ops._resolve import choose_overload
 from customop.ops._swap import swap_class
 from customop.schema import FunctionSchema, OperatorName
 
 __all__ = ["OpOverload", "bind_overload"]
+
+
+class _Tag(str):
+    """A tag name that compares equal to ``torch.Tag`` members by name (torch unimported)."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        kind = type(other)
+        if kind.__name__ == "Tag" and kind.__module__.partition(".")[0] == "torch":
+            return str.__eq__(self, other.name)  # type: ignore[attr-defined]
+        return str.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    __hash__ = str.__hash__
 
 
 class OpOverload:
@@ -49,6 +67,7 @@ class OpOverload:
         self.schema = schema
 
     def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
+        refuse_under_dynamo(str(self.schema.name))  # first calls and the generic path only
         site = self._site
         if site is not None:
             return self._specialize(site)(*args, **kwargs)
@@ -101,6 +120,15 @@ class OpOverload:
     def dispatcher(self) -> Dispatcher:
         """The dispatcher that this overload's calls go through."""
         return self._handle.dispatcher
+
+    @property
+    def tags(self) -> list[str]:
+        """The op's tags, as torch's ``OpOverload.tags`` (a list).
+
+        Each is a str that also equals the ``torch.Tag`` member of its name, so
+        ``torch.Tag.pointwise in op.tags`` holds as it does in torch.
+        """
+        return [_Tag(tag) for tag in self._handle.tags]
 
     @property
     def is_current(self) -> bool:

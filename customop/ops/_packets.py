@@ -22,6 +22,7 @@ from customop.dispatch import dispatcher as default_dispatcher
 from customop.ops._binding import MISSING
 from customop.ops._callgen import CallCode, call_defaults, compile_call, type_checkable
 from customop.ops._codegen import forget
+from customop.ops._compiling import refuse_under_dynamo
 from customop.ops._overload import OpOverload, bind_overload
 from customop.ops._resolve import choose_overload
 from customop.ops._swap import restore_class, swap_class
@@ -140,9 +141,11 @@ class OpOverloadPacket:
     def __getattr__(self, overload: str) -> OpOverload:
         if overload.startswith("__") and overload.endswith("__"):
             raise AttributeError(overload)  # Python protocols (__deepcopy__, ...), never overloads
+        refuse_under_dynamo(self.name)
         return self.overload(unmangle(overload))
 
     def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
+        refuse_under_dynamo(self.name)
         single = self._current_single()
         if single is not None:
             self._specialize(single)
@@ -267,6 +270,7 @@ class OpNamespace:
 
     def __getattr__(self, attribute: str) -> OpOverloadPacket:
         name = unmangle(attribute)
+        refuse_under_dynamo(f"{self._ns}::{name}")  # an op torch.compile cannot trace
         packet = self._packets.get(name)
         if packet is None:
             with self._dispatcher._lock:  # never decide in the middle of a write
@@ -326,6 +330,7 @@ class Ops:
     def __getattr__(self, ns: str) -> OpNamespace:
         if ns.startswith("__"):
             raise AttributeError(ns)
+        refuse_under_dynamo(f"{ns}::*")
         space = self._namespaces.get(ns)
         if space is None:
             with self._dispatcher._lock:  # never decide in the middle of a write

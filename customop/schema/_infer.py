@@ -87,11 +87,11 @@ _KINDS: Final[Mapping[object, tuple[str, str]]] = types.MappingProxyType(
             "Remove the '/' from the signature",
         ),
         inspect.Parameter.VAR_POSITIONAL: (
-            "is variadic (*{0})",
+            "is variadic (*{0}): varargs are not supported",
             "Take a list instead, as in {0}: list[Tensor]",
         ),
         inspect.Parameter.VAR_KEYWORD: (
-            "is variadic (**{0})",
+            "is variadic (**{0}): varkwargs are not supported",
             "Declare each keyword argument after '*' instead",
         ),
     }
@@ -164,7 +164,7 @@ def _check_parameter(param: Param, site: Site) -> None:
         )
     if param.annotation is EMPTY:
         site.fail(
-            "has no annotation",
+            "has no annotation (each parameter must have a type annotation)",
             "infer_schema reads the schema from the annotations",
             f"Annotate it, as in {param.name}: Tensor",
         )
@@ -267,7 +267,7 @@ def _returns(site: Site) -> tuple[Return, ...]:
     annotation = site.annotation
     if annotation is EMPTY:
         site.fail(
-            "has no annotation",
+            "has no annotation (torch: No return type annotation was provided. Please add one.)",
             "infer_schema reads the schema's returns from it",
             "Annotate the return, as in -> Tensor, or -> None when nothing is returned",
         )
@@ -286,7 +286,7 @@ def _returns(site: Site) -> tuple[Return, ...]:
         items = ()
     if Ellipsis in items:
         site.fail(
-            f"{site.annotated(annotation)} is a tuple of any length",
+            f"{site.annotated(annotation)} is a tuple of any length, an unsupported return",
             "A schema has a fixed number of returns",
             "Return list[Tensor] for any number of tensors, or name each element",
         )

@@ -224,8 +224,10 @@ def check_mutated_exist(mutates: frozenset[str], sig: Signature, function: str) 
         plural = "s" if len(missing) > 1 else ""
         params = ", ".join(map(repr, sig.names)) or "it has none"
         listed = ", ".join(map(repr, missing))
+        found = "{" + listed + "}"  # torch's phrase: "{'y'} in mutates_args were not found"
         raise SchemaError(
             f"infer_schema: mutates_args of function {function!r} names {listed}, which "
-            f"{'are' if plural else 'is'} not among its parameters ({params}). Only the "
-            f"function's own arguments can be mutated. Correct or remove the name{plural}."
+            f"{'are' if plural else 'is'} not among its parameters ({params}): {found} in "
+            "mutates_args were not found. Only the function's own arguments can be mutated. "
+            f"Correct or remove the name{plural}."
         )

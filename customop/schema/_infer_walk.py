@@ -184,11 +184,19 @@ def _annotated(annotation: object, site: Site) -> Shape:
 
 
 def _tuple(annotation: object, site: Site) -> Shape:
+    items = set(typing.get_args(annotation)) - {Ellipsis}
+    kind = next(iter(items)) if len(items) == 1 else None
+    # torch's phrase, for a tuple of one element type: "For example, list[int]".
+    fix = (
+        f"For example, list[{getattr(kind, '__name__', kind)}] instead"
+        if kind is not None
+        else "Use list[...] or Sequence[...] of one element type"
+    )
     site.fail(
         f"{site.annotated(annotation)} is a tuple",
         "Schema arguments have no tuple type (nor have torch's), and only a whole return "
         "annotation may be a tuple",
-        "Use list[...] or Sequence[...] for an argument, as in list[int]",
+        f"Use list[...] or Sequence[...] for an argument. {fix}",
     )
 
 

@@ -42,9 +42,9 @@ def suggest_type_name(name: str) -> str | None:
 
 
 _HABITS: dict[str, str] = {
-    "double": "In a schema, 'float' is already double precision (a C++ double). Write 'float'.",
-    "int64_t": "In a schema, 'int' is already 64-bit (a C++ int64_t). Write 'int', "
-    "or 'SymInt' for a size that may be symbolic.",
+    "double": "In a schema, 'float' is already double precision (a C++ double). Use `float`.",
+    "int64_t": "In a schema, 'int' is already 64-bit (a C++ int64_t). Use `SymInt` or "
+    "`int` (SymInt for a size that may be symbolic).",
     "int32_t": "Schema integers are 'int', always 64-bit. Write 'int'.",
     "long": "Schema integers are 'int', always 64-bit. Write 'int'.",
     "size_t": "Schema integers are 'int', always 64-bit. Write 'int', or 'SymInt' for a size.",

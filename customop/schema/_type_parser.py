@@ -90,10 +90,14 @@ def _unknown_type(cur: Cursor, name: str, start: int) -> None:
         last = name.rsplit(".", 1)[1]
         meant = last if last in BASE_TYPE_NAMES else suggest_type_name(last)
         fix = f"Write {meant!r}." if meant else "Only __torch__ class names have dots."
-        cur.fail(f"unknown type {name!r}", f"Schema types have no module prefix. {fix}", at=start)
+        cur.fail(
+            f"unknown type specifier {name!r}",
+            f"Schema types have no module prefix. {fix}",
+            at=start,
+        )
     problem = type_name_problem(name)
     if problem is not None:
-        cur.fail(f"unknown type {name!r}", problem, at=start)
+        cur.fail(f"unknown type specifier {name!r}", problem, at=start)
 
 
 def _named_type(cur: Cursor, name: str, start: int) -> SchemaType:

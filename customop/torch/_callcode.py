@@ -37,6 +37,7 @@ other as an unsupported method call (a graph break).
 from __future__ import annotations
 
 import builtins
+import threading
 from collections.abc import Callable
 from operator import countOf
 from typing import Any, Final
@@ -62,13 +63,15 @@ from customop.dispatch import (
     epoch,
     local_state,
 )
-from customop.ops import OpOverload, argument_type_error
+from customop.exceptions import RegistrationError
+from customop.ops import OpOverload, checked_values
 from customop.schema import FunctionSchema
 from customop.torch._mirror import BACKEND_KEYS, TorchMirror, mutated_positions, torch_uniform
 
 __all__ = ["TorchCall"]
 
 _C: Final[Any] = torch._C
+_get_ident: Final = threading.get_ident
 _CPU_KEYS: Final = DispatchKeySet(DispatchKey.CPU)
 _TENSOR: Final = torch.Tensor
 #: Tensor types whose calls dispatch as plain tensors: a Parameter (every module
@@ -108,6 +111,7 @@ class TorchCall:
     def __init__(self, mirror: TorchMirror) -> None:
         self.mirror = mirror
         self.closed = False
+        self.replaced = False
         self.handle = mirror.handle
         self.schema: FunctionSchema = mirror.schema
         #: customop's own call object for the op: errors, checks, non-torch arrays.
@@ -122,6 +126,9 @@ class TorchCall:
         self.required = tuple(i for i, arg in enumerate(arguments) if arg.default is None)
         #: (index, kind) of the tensor arguments: "tensor", "optional" or a list kind.
         self.tensors = tuple(self.schema.tensor_argument_positions)
+        #: The first plain Tensor argument (not optional, not a list), if any: a subclass
+        #: there sends the call to torch at once.
+        self.lead = next((i for i, kind in self.tensors if kind == "tensor"), None)
         self.lists = code.lists if code is not None else ()
         self.fast = code is not None and code.fast and bool(self.tensors)
         #: The cache entry holds the argument types as one tuple (else one slot each).
@@ -133,7 +140,8 @@ class TorchCall:
             "_co_cache": _EMPTY,
             "_co_site": self,
             "_co_dynamo": _dynamo,
-            "_co_op": mirror.torch_op,
+            "_co_op": mirror.torch_op,  # under Dynamo: the graph's node
+            "_co_torch": self.torch,  # in eager: through the gate (see _gate)
             "_co_state": local_state,
             "_co_local": LOCAL_KEYS.get,
             "_co_type": type,
@@ -173,12 +181,16 @@ class TorchCall:
         """Empty the entry (the epoch clock calls this on every registration change)."""
         self.namespace["_co_cache"] = _EMPTY
 
-    def close(self) -> None:
+    def close(self, *, replaced: bool = False) -> None:
         """Make the function safe after the op left torch: never call the old torch op.
 
         An object that copied the function (a ``@custom_op`` specialized while
-        registered) then calls customop's own code through it.
+        registered) then calls customop's own code through it; ``replaced``: the
+        op's definition went (a redefinition), and a call still arriving here
+        comes from an object of the old one, which must not run the new one's
+        kernels: it raises, as that object does from now on.
         """
+        self.replaced = replaced
         self.closed = True
         self.clear_cache()
         self.namespace["_co_op"] = self.plain
@@ -198,7 +210,7 @@ class TorchCall:
             return Guard(prelude=prelude)
         bumps = self._bumps()
         run = ("_co_r = {kernel}", *bumps, "return _co_r") if bumps else ("return {kernel}",)
-        return Guard(prelude, tuple(self._asks()), run, f"return _co_op({call_args})")
+        return Guard(prelude, tuple(self._asks()), run, f"return _co_torch({call_args})")
 
     def _asks(self) -> list[str]:
         """What each call must still ask torch once the cache entry matched (its types
@@ -248,6 +260,23 @@ class TorchCall:
 
     def slow(self, values: tuple[Any, ...], extra: tuple[Any, ...], unknown: dict[str, Any]) -> Any:
         """A call the fast path did not take: customop's, the kernel's, or torch's."""
+        lead = values[self.lead] if self.lead is not None else None
+        if (
+            type(lead) not in _PLAIN
+            and isinstance(lead, _TENSOR)
+            and not (self.closed or extra or unknown)
+            and LOCAL_KEYS.get() is DEFAULT_LOCAL
+        ):
+            # A tensor subclass (a __torch_function__ or __torch_dispatch__ one): torch's
+            # full path at once, costing no more than calling torch's op (issue #29).
+            # A plain loop, not any(): a generator costs a call per argument here.
+            for index in self.required:
+                if values[index] is MISSING:
+                    break
+            else:
+                if self.npos == len(values):
+                    return self.torch(*values)
+                return self.torch(*values[: self.npos], **self._keywords(values))
         if self.closed or extra or unknown or any(values[i] is MISSING for i in self.required):
             return self._customop(values, extra, unknown)
         if LOCAL_KEYS.get() is not DEFAULT_LOCAL:
@@ -255,15 +284,14 @@ class TorchCall:
         tensors = self._tensors(values)
         if not any(isinstance(t, _TENSOR) for t in tensors):
             return self._customop(values, extra, unknown)
-        args, kwargs = self._split(values)
         exact = all(type(t) in _PLAIN for t in tensors)
         if not exact and all(isinstance(t, _TENSOR) for t in tensors):
-            return self.mirror.torch_op(*args, **kwargs)  # subclasses: torch checks them
-        for index, check in enumerate(self.checks):
-            if not check(values[index]):
-                argument_type_error(self.schema, index, values[index], self.api, check)
+            args, kwargs = self._split(values)
+            return self.torch(*args, **kwargs)  # subclasses: torch checks them
+        values = checked_values(self.schema, values, self.checks, self.api)
+        args, kwargs = self._split(values)
         if not exact:
-            return self.mirror.torch_op(*args, **kwargs)
+            return self.torch(*args, **kwargs)
         token = epoch.token
         cpu_kernel, uniform = self._cpu_kernel()
         if self.fast and self.plain.is_current:
@@ -274,7 +302,7 @@ class TorchCall:
             entry = [LOCAL_KEYS.get(), *types, cpu_kernel, uniform, *items]
             epoch.fill(token, self, entry)
         if not self._eager_ok(tensors):
-            return self.mirror.torch_op(*args, **kwargs)
+            return self.torch(*args, **kwargs)
         kernel = cpu_kernel if uniform or all(t.is_cpu for t in tensors) else self._kernel(values)
         result = kernel(*args, **kwargs)
         for index in self.mutated:
@@ -282,6 +310,27 @@ class TorchCall:
             if value is not None:
                 _bump_list(value) if isinstance(value, list | tuple) else _bump((value,))
         return result
+
+    def torch(self, *args: Any, **kwargs: Any) -> Any:
+        """Hand a call to torch's op through the mirror's gate: the op's torch
+        registration neither goes nor changes while the call is inside it."""
+        # Gate.enter and Gate.leave, inlined: this is every call's way into torch.
+        mirror = self.mirror
+        gate = mirror.gate
+        me = _get_ident()
+        gate.inside.append(me)
+        if gate.draining:
+            gate.wait_to_enter(me)
+        try:
+            op = mirror.torch_op
+            if op is None:  # the op left torch as this call started
+                self._check_generation()
+                return self.plain(*args, **kwargs)
+            return op(*args, **kwargs)
+        finally:
+            gate.inside.remove(me)
+            if gate.draining or gate.pending:
+                gate.after_leave()
 
     def generic(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """The slow path of ops whose arguments cannot be Python parameters."""
@@ -293,12 +342,21 @@ class TorchCall:
             t for v in flat if isinstance(v, list | tuple) for t in v if isinstance(t, _TENSOR)
         ]
         if found:
-            return self.mirror.torch_op(*args, **kwargs)
+            return self.torch(*args, **kwargs)
         return self.plain(*args, **kwargs)
+
+    def _check_generation(self) -> None:
+        if self.replaced:
+            raise RegistrationError(
+                f"{self.api}: this call began as the op's definition was replaced (or "
+                "removed). Running now would use kernels of a definition it was not made "
+                "for. Call the op again through its new definition."
+            )
 
     def _customop(
         self, values: tuple[Any, ...], extra: tuple[Any, ...], unknown: dict[str, Any]
     ) -> Any:
+        self._check_generation()
         positional = list(values[: self.npos])
         keywords = {}
         missing = [i for i, v in enumerate(positional) if v is MISSING]
@@ -349,4 +407,10 @@ class TorchCall:
         npos = self.npos
         if npos == len(values):
             return values, {}
-        return values[:npos], dict(zip(self.names[npos:], values[npos:], strict=True))
+        return values[:npos], self._keywords(values)
+
+    def _keywords(self, values: tuple[Any, ...]) -> dict[str, Any]:
+        npos = self.npos
+        return {
+            n: v for n, v in zip(self.names[npos:], values[npos:], strict=True) if v is not MISSING
+        }

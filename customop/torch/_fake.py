@@ -18,7 +18,6 @@ work on torch SymInts as they are.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, Final, final
 
 import torch
@@ -26,6 +25,7 @@ import torch
 from customop.dispatch import DispatchKey, DispatchKeySet, OperatorHandle
 from customop.symbolic import ShapeEnv
 from customop.tensor import CURRENT_FAKE_MODE, Device, FakeTensor, dtype
+from customop.torch._eager import Trampoline
 
 __all__ = ["TORCH_FAKES", "fake_trampoline"]
 
@@ -72,18 +72,21 @@ def _to_torch(value: Any) -> Any:
     return value
 
 
-def fake_trampoline(handle: OperatorHandle) -> Callable[..., Any]:
+def fake_trampoline(handle: OperatorHandle) -> Trampoline:
     """torch's fake impl for ``handle``: its customop fake impl, current at each call."""
-    redispatch = handle.redispatch
-    mode = CURRENT_FAKE_MODE
+    return _FakeKernel(handle)
 
-    def fake(*args: Any, **kwargs: Any) -> Any:
-        token = mode.set(TORCH_FAKES)
+
+class _FakeKernel(Trampoline):
+    __slots__ = ("handle",)
+
+    def __init__(self, handle: OperatorHandle) -> None:
+        self.handle = handle
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        token = CURRENT_FAKE_MODE.set(TORCH_FAKES)
         try:
-            result = redispatch(_FAKE, *args, **kwargs)
+            result = self.handle.redispatch(_FAKE, *args, **kwargs)
         finally:
-            mode.reset(token)
+            CURRENT_FAKE_MODE.reset(token)
         return _to_torch(result)
-
-    fake.__name__ = fake.__qualname__ = f"customop_fake_{handle.name.name}"
-    return fake

@@ -23,16 +23,24 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 from functools import partial
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import torch
 
-from customop.adapter import select_kernel
+from customop.adapter import definition_of, select_kernel
 from customop.dispatch import DispatchKey, DispatchKeySet, OperatorHandle, epoch
 from customop.exceptions import RegistrationError
+from customop.library import TORCH_DISPATCH
 from customop.schema import FunctionSchema
-from customop.torch._autograd import has_formula, register_formula
+from customop.torch._autograd import (
+    AUTOGRAD_KEYS,
+    autograd_trampoline,
+    has_formula,
+    register_formula,
+)
+from customop.torch._eager import KernelLibrary, Trampoline
 from customop.torch._fake import fake_trampoline
+from customop.torch._gate import Gate
 
 __all__ = ["BACKEND_KEYS", "TorchMirror", "mutated_positions", "torch_uniform"]
 
@@ -47,6 +55,8 @@ _KERNEL_KEYS: Final = (
 )
 #: The runtime backend keys: what a trampoline keeps of customop's keys for a call.
 BACKEND_KEYS: Final = DispatchKeySet(*(key for key in DispatchKey if key.is_backend))
+_META_BITS: Final = DispatchKeySet(DispatchKey.Meta).bits
+_FAKE_BITS: Final = DispatchKeySet(DispatchKey.Fake).bits
 #: Backends a torch tensor always maps to; PrivateUse2/3 only when renamed to a torch
 #: device type (the dask adapter's "dask" PrivateUse3 never is).
 _TORCH_BACKENDS: Final = (
@@ -56,14 +66,21 @@ _TORCH_BACKENDS: Final = (
     DispatchKey.Meta,
 )
 _REACHABLE: dict[tuple[object, int], tuple[int, ...]] = {}
+#: Whether a backend name is a torch device type, asked once per name: Dynamo may
+#: trace a trampoline, and cannot trace the RuntimeError torch.device raises.
+_TORCH_DEVICES: dict[str, bool] = {}
 
 
 def _is_torch_device(name: str) -> bool:
-    try:
-        torch.device(name)
-    except RuntimeError:
-        return False
-    return True
+    found = _TORCH_DEVICES.get(name)
+    if found is None:
+        try:
+            torch.device(name)
+            found = True
+        except RuntimeError:
+            found = False
+        _TORCH_DEVICES[name] = found
+    return found
 
 
 def _reachable(handle: OperatorHandle) -> tuple[int, ...]:
@@ -85,12 +102,21 @@ def _reachable(handle: OperatorHandle) -> tuple[int, ...]:
     return found
 
 
-def torch_uniform(handle: OperatorHandle) -> Callable[..., Any] | None:
+def torch_uniform(handle: OperatorHandle, *, in_torch: bool = False) -> Callable[..., Any] | None:
     """The one kernel that serves every backend a torch tensor can have (a
-    CompositeExplicitAutograd body), which then runs for any torch device; else None."""
-    first, *others = (select_kernel(handle, bits) for bits in _reachable(handle))
-    if isinstance(first, partial) or any(kernel is not first for kernel in others):
+    CompositeExplicitAutograd body), which then runs for any torch device; else None.
+
+    ``in_torch``: asked by torch's CompositeExplicitAutograd kernel, which meta
+    tensors never reach when the op has a fake impl (torch's register_fake is
+    its Meta kernel), so a Meta kernel that is the fake impl does not count.
+    """
+    fake = select_kernel(handle, _FAKE_BITS) if in_torch else None
+    (_, first), *others = ((bits, select_kernel(handle, bits)) for bits in _reachable(handle))
+    if isinstance(first, partial):
         return None  # boxed kernels come bound anew each time: never one for all
+    for bits, kernel in others:
+        if kernel is not first and not (bits == _META_BITS and kernel is fake):
+            return None
     return first
 
 
@@ -107,9 +133,19 @@ def mutated_positions(schema: FunctionSchema) -> tuple[tuple[int, ...], tuple[st
     positions: list[int] = []
     names: list[str] = []
     for index, arg in enumerate(schema.arguments):
-        if arg.alias_info is not None and arg.alias_info.is_write:
+        if arg.is_write:  # Tensor(a!), and lists: Tensor(a!)[], Tensor(a!)?[]
             (names.append(arg.name) if arg.kwarg_only else positions.append(index))
     return tuple(positions), tuple(names)
+
+
+class _Wanted(NamedTuple):
+    """What torch gets for an op now; a change rebuilds its kernel library."""
+
+    keys: tuple[DispatchKey, ...]  # kernel keys, as in customop
+    autograd: tuple[DispatchKey, ...]  # per-backend autograd keys with customop kernels
+    fake: bool
+    formula: bool  # torch's autograd kernel: a formula, or a @custom_op's
+    rules: tuple[tuple[type, Callable[..., Any]], ...]  # torch dispatch rules
 
 
 class TorchMirror:
@@ -120,11 +156,13 @@ class TorchMirror:
         assert schema.name is not None  # a defined op's schema always has its name
         self.handle = handle
         self.schema = schema
+        #: Calls customop's objects hand to torch, against changes of the registration.
+        self.gate = Gate()
         self.qualname = f"{schema.name.namespace}::{schema.name.name}"
         self.overload = schema.name.overload or "default"
         self._def_lib: Any = _library.Library(schema.namespace, "FRAGMENT")
-        self._impl_lib: Any = None
-        self._wanted: tuple[object, ...] | None = None
+        self._impl_lib: KernelLibrary | None = None
+        self._wanted: _Wanted | None = None
         text = str(schema).split("::", 1)[1]
         tags = tuple(t for t in map(_tag, handle.tags) if t is not None)
         try:
@@ -145,7 +183,7 @@ class TorchMirror:
             self.close()
             raise
 
-    def _wanted_now(self) -> tuple[object, ...]:
+    def _wanted_now(self) -> _Wanted:
         registered = self.handle.kernel_keys()
         has_fake = DispatchKey.Fake in registered
         keys = tuple(
@@ -153,43 +191,73 @@ class TorchMirror:
             for key in _KERNEL_KEYS
             if key in registered and not (key is DispatchKey.Meta and has_fake)
         )
-        return (keys, has_fake, has_formula(self.handle))
+        # An Autograd alias kernel serves every backend's autograd key, in both.
+        everywhere = DispatchKey.Autograd in registered
+        autograd = tuple(k for k in AUTOGRAD_KEYS if everywhere or k in registered)
+        # torch's custom_op gives every op an autograd kernel: backward through
+        # one without a formula raises torch's "no autograd formula" error.
+        defined = definition_of(self.handle, self.handle.dispatcher) is not None
+        rules = self.handle.extra(TORCH_DISPATCH)
+        return _Wanted(
+            keys,
+            autograd,
+            has_fake,
+            defined or has_formula(self.handle),
+            tuple(rules.items()) if rules else (),
+        )
 
     def sync(self) -> None:
         """Make torch's kernels, fake and formula follow which ones customop has now."""
         wanted = self._wanted_now()
         if wanted == self._wanted:
             return
-        keys, has_fake, formula = wanted
-        old, self._impl_lib = self._impl_lib, None
-        if old is not None:
-            old._destroy()
-        self._wanted = None
-        lib = _library.Library(self.schema.namespace, "FRAGMENT")
+        _reachable(self.handle)  # here, not first inside a trampoline Dynamo may trace
+        old, self._impl_lib, self._wanted = self._impl_lib, None, None
+        # Idle: calls wait while the kernels are replaced. In use by a call of
+        # customop's objects (see _gate): the new kernels go in over the old ones,
+        # which stay until the last such call leaves.
+        held = self.gate.hold_if_idle()
+        overlap = old is not None and not held
         try:
-            self._register(lib, keys, has_fake, formula)  # type: ignore[arg-type]
-        except BaseException:
-            lib._destroy()
-            raise
-        self._impl_lib = lib
-        self._wanted = wanted
+            if old is not None and held:
+                old.destroy()
+            lib = KernelLibrary(self.schema.namespace)
+            try:
+                with warnings.catch_warnings():
+                    warnings.filterwarnings("ignore", message=".*[Oo]verrid")  # torch says so
+                    self._register(lib, wanted, rules=not overlap)
+            except BaseException:
+                lib.destroy()
+                raise
+            self._impl_lib, self._wanted = lib, wanted
+        finally:
+            if held:
+                self.gate.release()
+        if overlap:
+            assert old is not None
 
-    def _register(
-        self, lib: Any, keys: tuple[DispatchKey, ...], has_fake: bool, formula: object
-    ) -> None:
+            def replace() -> None:
+                old.destroy()
+                # torch keeps one dispatch rule per op and class: the new ones now.
+                for cls, rule in wanted.rules:
+                    lib.register_torch_dispatch(self._qualified, cls, rule)
+
+            self.gate.defer(replace)
+
+    def _register(self, lib: KernelLibrary, wanted: _Wanted, *, rules: bool = True) -> None:
         name = self.schema.name
         assert name is not None
         impl_name = f"{name.name}.{name.overload}" if name.overload else name.name
-        for key in keys:
+        for key in wanted.keys:
             lib.impl(impl_name, _backend_trampoline(self.handle, key), key.name)
-        if has_fake:
-            _library.register_fake(
-                f"{self.qualname}.{self.overload}" if name.overload else self.qualname,
-                fake_trampoline(self.handle),
-                lib=lib,
-            )
-        if formula:
-            register_formula(self, lib)
+        for key in wanted.autograd:
+            lib.impl(impl_name, autograd_trampoline(self.handle, key), key.name)
+        if wanted.fake:
+            lib.register_fake(self._qualified, fake_trampoline(self.handle))
+        if wanted.formula:
+            register_formula(self.handle, self.torch_op, lib, impl_name)
+        for cls, rule in wanted.rules if rules else ():  # register_torch_dispatch rules
+            lib.register_torch_dispatch(self._qualified, cls, rule)
         positions, names = mutated_positions(self.schema)
         if positions or names:
             self._register_version_bump(lib, impl_name, positions, names)
@@ -197,31 +265,32 @@ class TorchMirror:
     def _register_version_bump(
         self, lib: Any, impl_name: str, positions: tuple[int, ...], names: tuple[str, ...]
     ) -> None:
-        op = self.torch_op
-        after = torch._C._after_ADInplaceOrView_keyset
-        bump = torch._C._increment_version
-
-        def ad_inplace_or_view(keyset: Any, *args: Any, **kwargs: Any) -> Any:
-            for index in positions:
-                _bump_all(bump, args[index])
-            for key in names:
-                _bump_all(bump, kwargs.get(key))
-            return op.redispatch(keyset & after, *args, **kwargs)
-
+        ad_inplace_or_view = _VersionBump(self.torch_op, positions, names)
         with warnings.catch_warnings():
             # torch warns once per process that ADInplaceOrView kernels exist at all.
             warnings.filterwarnings("ignore", message="Warning only once for all operators")
             lib.impl(impl_name, ad_inplace_or_view, "ADInplaceOrView", with_keyset=True)
 
+    @property
+    def _qualified(self) -> str:
+        """``ns::name`` or ``ns::name.overload``, as torch.library's registrations take it."""
+        return f"{self.qualname}.{self.overload}" if self.schema.name.overload else self.qualname  # type: ignore[union-attr]
+
     def close(self) -> None:
-        """Remove everything this mirror registered in torch (idempotent)."""
-        self.torch_op = None
+        """Remove everything this mirror registered in torch (idempotent), once the
+        calls customop's objects have inside it are done (see _gate: call it
+        outside the registration lock)."""
+        self.torch_op = None  # calls from now on take customop's own path
         impl, self._impl_lib = self._impl_lib, None
-        if impl is not None:
-            impl._destroy()
         lib, self._def_lib = self._def_lib, None
-        if lib is not None:
-            lib._destroy()  # also drops torch.ops' cached packet of the op
+
+        def destroy() -> None:
+            if impl is not None:
+                impl.destroy()
+            if lib is not None:
+                lib._destroy()  # also drops torch.ops' cached packet of the op
+
+        self.gate.drain_then(destroy)
 
 
 def _bump_all(bump: Callable[[Any], None], value: Any) -> None:
@@ -233,7 +302,7 @@ def _bump_all(bump: Callable[[Any], None], value: Any) -> None:
         bump(tuple(t for t in value if t is not None))
 
 
-def _backend_trampoline(handle: OperatorHandle, key: DispatchKey) -> Callable[..., Any]:
+def _backend_trampoline(handle: OperatorHandle, key: DispatchKey) -> Trampoline:
     """torch's kernel for ``key``: customop's current kernel for the same backend.
 
     A backend key's trampoline reads customop's slot of that key. The
@@ -241,27 +310,53 @@ def _backend_trampoline(handle: OperatorHandle, key: DispatchKey) -> Callable[..
     for all backends (a CompositeExplicitAutograd body) any slot will do,
     else the call's own backend keys pick it.
     """
-    if key.is_backend:
-        bits = DispatchKeySet(key).bits
+    return _BackendKernel(handle, key) if key.is_backend else _CompositeKernel(handle)
 
-        def kernel(*args: Any, **kwargs: Any) -> Any:
-            return select_kernel(handle, bits)(*args, **kwargs)
 
-    else:
-        keys_of = handle.dispatch_keyset
-        redispatch = handle.redispatch
-        backend = BACKEND_KEYS
-        # The uniform kernel as of the last registration change (None: not uniform).
-        seen: list[Any] = [None, None]
+class _BackendKernel(Trampoline):
+    __slots__ = ("bits", "handle")
 
-        def kernel(*args: Any, **kwargs: Any) -> Any:
-            token = epoch.token
-            if seen[0] is not token:
-                seen[0], seen[1] = token, torch_uniform(handle)
-            uniform = seen[1]
-            if uniform is not None:
-                return uniform(*args, **kwargs)
-            return redispatch(keys_of(*args, **kwargs) & backend, *args, **kwargs)
+    def __init__(self, handle: OperatorHandle, key: DispatchKey) -> None:
+        self.handle, self.bits = handle, DispatchKeySet(key).bits
 
-    kernel.__name__ = kernel.__qualname__ = f"customop_{handle.name.name}_{key.name}"
-    return kernel
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return select_kernel(self.handle, self.bits)(*args, **kwargs)
+
+
+class _CompositeKernel(Trampoline):
+    # seen: (the epoch of the last check, the uniform kernel then or None): one
+    # tuple, so a thread never reads one check's epoch with another's kernel.
+    __slots__ = ("handle", "seen")
+
+    def __init__(self, handle: OperatorHandle) -> None:
+        self.handle = handle
+        self.seen: tuple[Any, Callable[..., Any] | None] = (None, None)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        handle = self.handle
+        token = epoch.token
+        seen = self.seen
+        if seen[0] is not token:
+            seen = self.seen = (token, torch_uniform(handle, in_torch=True))
+        uniform = seen[1]
+        if uniform is not None:
+            return uniform(*args, **kwargs)
+        keys = handle.dispatch_keyset(*args, **kwargs) & BACKEND_KEYS
+        return handle.redispatch(keys, *args, **kwargs)
+
+
+class _VersionBump(Trampoline):
+    """ADInplaceOrView: bump the version counter of each mutated tensor, then go below."""
+
+    __slots__ = ("names", "op", "positions")
+
+    def __init__(self, op: Any, positions: tuple[int, ...], names: tuple[str, ...]) -> None:
+        self.op, self.positions, self.names = op, positions, names
+
+    def __call__(self, keyset: Any, *args: Any, **kwargs: Any) -> Any:
+        bump = torch._C._increment_version
+        for index in self.positions:
+            _bump_all(bump, args[index])
+        for key in self.names:
+            _bump_all(bump, kwargs.get(key))
+        return self.op.redispatch(keyset & torch._C._after_ADInplaceOrView_keyset, *args, **kwargs)

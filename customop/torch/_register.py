@@ -20,10 +20,11 @@ from customop.adapter import (
     RegistrationHandle,
     call_objects,
     install_call,
+    installed_call,
     on_call_object,
     operator_handle,
 )
-from customop.dispatch import Dispatcher, OperatorHandle, caller_source
+from customop.dispatch import Dispatcher, OperatorHandle, caller_source, run_or_defer
 from customop.dispatch import dispatcher as default_dispatcher
 from customop.exceptions import RegistrationError, UnknownOperatorError
 from customop.ops import OpOverload, OpOverloadPacket
@@ -45,12 +46,26 @@ class _Mirrored:
         except BaseException:
             self.mirror.close()
             raise
-        self._installed: list[RegistrationHandle] = []
+        # id(obj) -> handle: the objects live as long as the op's definition or packet.
+        self._installed: dict[int, RegistrationHandle] = {}
         self._shortcuts: list[tuple[dict[str, Any], str, Any]] = []
 
     def install(self, obj: Any) -> None:
         """Give ``obj`` (a CustomOpDef, OpOverload or packet) the torch-aware ``__call__``."""
-        self._installed.append(install_call(obj, self.call.function, self.call))
+        if installed_call(obj) is not self.call:
+            self._installed[id(obj)] = install_call(obj, self.call.function, self.call)
+
+    def uninstall(self, obj: Any) -> None:
+        """Give ``obj`` its own call back (a packet whose name got a second overload)."""
+        handle = self._installed.pop(id(obj), None)
+        if handle is not None:
+            handle.remove()
+
+    def install_all(self, handle: OperatorHandle) -> None:
+        """Every call object of the op now (a ``@custom_op`` records its definition
+        after its def, so a namespace registered first meets the object later)."""
+        for obj in call_objects(handle):
+            self.install(obj)
 
     def shortcut(self, holder: Any, name: str, value: Any) -> None:
         """Put ``value`` in ``holder``'s instance dict, so Dynamo needs no ``__getattr__``."""
@@ -59,15 +74,20 @@ class _Mirrored:
             attrs[name] = value
             self._shortcuts.append((attrs, name, value))
 
-    def close(self) -> None:
-        """Give every object its own call back, then leave torch."""
-        RegistrationHandle.group(self._installed).remove()
+    def close_objects(self, *, replaced: bool = False) -> None:
+        """Give every object its own call back (at once, under the registration lock);
+        ``replaced``: the op's definition went, so late calls through its code raise."""
+        RegistrationHandle.group(list(self._installed.values())).remove()
         self._installed.clear()
         for attrs, name, value in reversed(self._shortcuts):
             if attrs.get(name) is value:
                 del attrs[name]
         self._shortcuts.clear()
-        self.call.close()
+        self.call.close(replaced=replaced)
+
+    def close(self, *, replaced: bool = False) -> None:
+        """Give every object its own call back, then leave torch."""
+        self.close_objects(replaced=replaced)
         self.mirror.close()
 
 
@@ -78,6 +98,9 @@ class _Registry(OperatorListener):
         self.dispatcher = dispatcher
         self.wanted: dict[str, int] = {}  # "ns::name.overload", "ns::name" or "ns" -> count
         self.live: dict[OperatorName, _Mirrored] = {}
+        #: Ops whose torch registration waits for calls to leave it (see _gate): their
+        #: name cannot be defined in torch again until then.
+        self.leaving: set[OperatorName] = set()
         self._handles = [
             dispatcher.add_listener(self),
             on_call_object(dispatcher, self.adopt),
@@ -99,7 +122,7 @@ class _Registry(OperatorListener):
             return
         self.wanted.pop(key, None)
         for name in [n for n in self.live if not self.wants(n)]:
-            self.live.pop(name).close()
+            self._leave(name)
 
     # -- listener -------------------------------------------------------------------
 
@@ -113,15 +136,15 @@ class _Registry(OperatorListener):
 
     def on_operator_deregistered(self, op: OperatorHandle) -> None:
         """A def removed: the op leaves torch (a later def of the name comes back)."""
-        mirrored = self.live.pop(op.name, None)
-        if mirrored is not None:
-            mirrored.close()
+        if op.name in self.live:
+            self._leave(op.name, replaced=True)
 
     def on_operator_changed(self, op: OperatorHandle) -> None:
         """A kernel, fake or formula came or went: torch follows."""
         mirrored = self.live.get(op.name)
         if mirrored is not None and op.has_schema:
             mirrored.mirror.sync()
+            mirrored.install_all(op)
 
     def adopt(self, overload: OpOverload) -> None:
         """A new OpOverload of a mirrored op calls through the torch-aware code."""
@@ -131,26 +154,54 @@ class _Registry(OperatorListener):
 
     # -- mirroring ------------------------------------------------------------------
 
+    def _leave(self, name: OperatorName, *, replaced: bool = False) -> None:
+        """The op leaves torch: its objects at once; its torch registration once this
+        thread leaves the registration lock, after the calls inside it are done.
+
+        NOTE: waiting for those calls under the lock could deadlock: a kernel they
+        run may need the lock. The name waits in `leaving` (a redefinition's new
+        def is mirrored once the old one is gone from torch).
+        """
+        mirrored = self.live.pop(name)
+        mirrored.close_objects(replaced=replaced)
+        self.leaving.add(name)
+        run_or_defer(lambda: self._left(name, mirrored))
+
+    def _left(self, name: OperatorName, mirrored: _Mirrored) -> None:
+        mirrored.mirror.close()  # waits for calls of customop's objects inside it
+        with self.dispatcher.lock:
+            self.leaving.discard(name)
+            found = self.dispatcher.find_op(str(name))
+            back = found is not None and found.has_schema and self.wants(name)
+            if back and name not in self.live:
+                try:
+                    self.mirror(found)  # type: ignore[arg-type]  # found: a handle here
+                except RegistrationError as error:
+                    warnings.warn(str(error), RuntimeWarning, stacklevel=2)
+
     def mirror(self, handle: OperatorHandle) -> None:
+        if handle.name in self.leaving:
+            return  # its old torch definition is not gone yet: `_left` comes back to it
         mirrored = _Mirrored(handle)
         self.live[handle.name] = mirrored
-        for obj in call_objects(handle):
-            mirrored.install(obj)
+        mirrored.install_all(handle)
         if handle.dispatcher is default_dispatcher:
-            _shortcuts(mirrored, handle)
+            _shortcuts(mirrored, handle, self.live)
 
     def close(self) -> None:
-        for mirrored in self.live.values():
-            mirrored.close()
-        self.live.clear()
+        for name in list(self.live):
+            self._leave(name)
         RegistrationHandle.group(self._handles).remove()
 
 
-def _shortcuts(mirrored: _Mirrored, handle: OperatorHandle) -> None:
+def _shortcuts(
+    mirrored: _Mirrored, handle: OperatorHandle, live: dict[OperatorName, _Mirrored]
+) -> None:
     """``customop.ops.<ns>.<name>`` as plain attributes, the packet calling through torch.
 
     Dynamo reads instance attributes, but would have to trace ``__getattr__``.
-    Only an op that is its name's single overload gets a packet call.
+    Only an op that is its name's single overload gets a packet call; a second
+    overload gives the packet its own call (which picks the overload) back.
     """
     name = handle.name
     space = getattr(default_ops, name.namespace)
@@ -162,6 +213,10 @@ def _shortcuts(mirrored: _Mirrored, handle: OperatorHandle) -> None:
         mirrored.install(packet)
         mirrored.shortcut(space, name.name, packet)
         mirrored.shortcut(packet, name.overload or "default", overload)
+        return
+    for other, sibling in live.items():
+        if other.namespace == name.namespace and other.name == name.name:
+            sibling.uninstall(packet)
 
 
 _registries: WeakKeyDictionary[Dispatcher, _Registry] = WeakKeyDictionary()

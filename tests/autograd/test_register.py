@@ -216,3 +216,42 @@ def test_formula_of_follows_any_sequence_of_registrations(steps: list[tuple[bool
         formula = formula_of(mul)
         expected = live[-1][1] if live else None
         assert (formula.backward if formula else None) is expected
+
+
+@pytest.mark.parametrize("form", ["torch", "customop"], ids=str)
+def test_keyword_only_arguments_in_both_setup_context_forms(
+    dispatcher: Dispatcher, form: str
+) -> None:
+    # torch calls setup_context(ctx, inputs, keyword_only_inputs, output) for an op
+    # with keyword-only arguments; customop's form gets every argument in schema order.
+    @custom_op("rg::scale", mutates_args=(), dispatcher=dispatcher)
+    def scale(x: np.ndarray, *, by: float) -> np.ndarray:
+        return x * by
+
+    seen: list[Any] = []
+    if form == "torch":
+
+        def setup_context(ctx: Any, inputs: Any, keyword_only_inputs: Any, output: Any) -> None:
+            seen.append((inputs, keyword_only_inputs))
+            ctx.by = keyword_only_inputs["by"]
+
+        def backward(ctx: Any, grad: Any) -> Any:
+            return grad * ctx.by  # the positional input's gradient only, as in torch
+
+    else:
+
+        def setup_context(ctx: Any, inputs: Any, output: Any) -> None:  # type: ignore[misc]
+            seen.append(inputs)
+            ctx.by = inputs[1]
+
+        def backward(ctx: Any, grad: Any) -> Any:
+            return grad * ctx.by, None
+
+    scale.register_autograd(backward, setup_context=setup_context)
+    assert formula_of(scale).torch_form is (form == "torch")  # type: ignore[union-attr]
+    x = np.array([1.0, 2.0])
+    out, vjp_fn = customop.autograd.vjp(lambda x: scale(x, by=3.0), x, dispatcher=dispatcher)
+    np.testing.assert_array_equal(out, [3.0, 6.0])
+    np.testing.assert_array_equal(vjp_fn(np.ones(2))[0], [3.0, 3.0])
+    expected = ((x,), {"by": 3.0}) if form == "torch" else (x, 3.0)
+    assert repr(seen) == repr([expected])

@@ -62,8 +62,8 @@ def test_errors_are_one_line_and_exit_nonzero() -> None:
     assert result.returncode == 1
     assert result.stdout == ""
     assert result.stderr.splitlines() == [
-        "customop: error: parse_schema: unknown type 'double' at column 19. In a schema, "
-        "'float' is already double precision (a C++ double). Write 'float'.",
+        "customop: error: parse_schema: unknown type specifier 'double' at column 19. In a schema, "
+        "'float' is already double precision (a C++ double). Use `float`.",
         "    mylib::f(Tensor x, double y) -> Tensor",
         "                       ^",
     ]

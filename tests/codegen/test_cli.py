@@ -52,7 +52,7 @@ def test_gen_errors_are_lines_without_traceback(tmp_path: Path, yaml_file: YamlF
         "is not a native_functions.yaml field, so it would be lost silently. Did you mean "
         "'dispatch'?",
         f"{path}:3: entry 'g(Tensr x) -> Tensor': func is not a valid schema: unknown type "
-        "'Tensr' at column 2. Did you mean 'Tensor'?",
+        "specifier 'Tensr' at column 2. Did you mean 'Tensor'?",
     ]
     assert not (tmp_path / "out").exists()
     debug = customop("--debug", "gen", str(path), "--out", str(tmp_path / "out"))

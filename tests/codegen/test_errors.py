@@ -45,7 +45,7 @@ CASES = [
         "- func: add(Tensor x, Tensr y) -> Tensor\n",
         [
             "1: entry 'add(Tensor x, Tensr y) -> Tensor': func is not a valid schema: unknown "
-            "type 'Tensr' at column 14. Did you mean 'Tensor'?"
+            "type specifier 'Tensr' at column 14. Did you mean 'Tensor'?"
         ],
     ),
     (

@@ -3,7 +3,9 @@
 Independent of customop's implementation: it works on plain strings. The rules
 are those of the note "[Note] DispatchTable computation" in PyTorch's
 OperatorEntry.cpp, restricted to customop's keys, plus the Fake rules of
-DESIGN.md §3 (fake kernel > Meta kernel > CompositeImplicitAutograd > error).
+DESIGN.md §3 (fake kernel > Meta kernel > CompositeImplicitAutograd > error), and
+torch.library's register_fake, which registers the fake impl as the op's Meta
+kernel (Meta: fake kernel > everything else).
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ def _top(kernels: Kernels, key: str) -> str | None:
 
 
 def _choose(kernels: Kernels, fallbacks: Fallbacks, key: str) -> tuple[str | None, str]:
+    # (0) torch's register_fake registers the fake impl as the Meta kernel.
+    if key == "Meta" and _top(kernels, "Fake"):
+        return _top(kernels, "Fake"), "fake kernel"
     # (1) Use kernel if it's directly registered to this key.
     if _top(kernels, key):
         return _top(kernels, key), "kernel"

@@ -191,7 +191,8 @@ def test_missing_kernel_message(dispatcher: Dispatcher, doubles: Doubles) -> Non
     with pytest.raises(NotImplementedError) as caught:
         op(CudaArray())
     assert str(caught.value) == (
-        "t::neg: no kernel for dispatch key 'CUDA'. The op has kernels for CPU, and no "
+        "t::neg: no kernel for dispatch key 'CUDA' (t::neg does not have a kernel registered "
+        "for cuda). The op has kernels for CPU, and no "
         "fallback serves CUDA. Register one with register_impl('t::neg', 'CUDA', fn), or a "
         "CompositeExplicitAutograd kernel that works on every backend.\n"
         "Keys with a kernel in the computed table:\n"

@@ -131,13 +131,9 @@ def test_mutates_args_unknown_is_an_enum_member(dispatcher: Dispatcher) -> None:
     [
         (
             {"name": "noname", "mutates_args": ()},
-            "custom_op: option 'name': name 'noname' must be 'namespace::name' (no overload). "
-            "The namespace keeps libraries apart. Write e.g. 'mylib::my_op'.",
-        ),
-        (
-            {"name": "mylib::f.out", "mutates_args": ()},
-            "custom_op: option 'name': name 'mylib::f.out' must be 'namespace::name' (no "
-            "overload). The namespace keeps libraries apart. Write e.g. 'mylib::my_op'.",
+            "custom_op: option 'name': name 'noname' must be 'namespace::name' (or "
+            "'namespace::name.overload', as torch's custom_op). The namespace keeps libraries "
+            "apart. Write e.g. 'mylib::my_op'.",
         ),
         (
             {"name": "mylib::f", "mutates_args": "unknown"},
@@ -152,7 +148,7 @@ def test_mutates_args_unknown_is_an_enum_member(dispatcher: Dispatcher) -> None:
             "privateusetwo (rename a PrivateUse backend to add one).",
         ),
     ],
-    ids=["no-namespace", "overload", "magic-string", "device"],
+    ids=["no-namespace", "magic-string", "device"],
 )
 def test_bad_options_register_nothing(
     dispatcher: Dispatcher, kwargs: dict[str, Any], message: str
@@ -271,9 +267,9 @@ def test_explicit_schema_must_agree_with_mutates_args(dispatcher: Dispatcher) ->
             dispatcher=dispatcher,
         )
     assert str(excinfo.value) == (
-        "custom_op: 'mylib::w': mutates_args=['x'] but the schema writes []. The schema's (a!) "
-        "annotations are what callers and tracing rely on. Make mutates_args name exactly the "
-        "arguments the schema writes."
+        "custom_op: 'mylib::w': mutates_args=['x'] but the schema writes [] (the op mutates "
+        "{}). The schema's (a!) annotations are what callers and tracing rely on. Make "
+        "mutates_args name exactly the arguments the schema writes."
     )
     ok = custom_op(
         "mylib::w",
@@ -404,3 +400,20 @@ def test_replaced_before_its_first_call(dispatcher: Dispatcher) -> None:
         with pytest.raises(RegistrationError, match="was replaced by a newer one"):
             use()
     np.testing.assert_array_equal(early2(np.ones(1)), [2.0])
+
+
+def test_an_overload_name_defines_an_overload(dispatcher: Dispatcher) -> None:
+    # torch's custom_op("ns::f.overload") defines the overload; packets pick it by arguments.
+    @custom_op("mylib::f", mutates_args=(), dispatcher=dispatcher)
+    def f(x: np.ndarray) -> np.ndarray:
+        return x + 1
+
+    @custom_op("mylib::f.pair", mutates_args=(), dispatcher=dispatcher)
+    def f_pair(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        return x + y
+
+    assert str(f_pair.schema) == "mylib::f.pair(Tensor x, Tensor y) -> Tensor"
+    ops = Ops(dispatcher)
+    np.testing.assert_array_equal(ops.mylib.f(np.ones(1), np.ones(1)), [2.0])
+    np.testing.assert_array_equal(ops.mylib.f(np.ones(1)), [2.0])
+    np.testing.assert_array_equal(f_pair(np.ones(1), np.ones(1)), [2.0])

@@ -17,6 +17,7 @@ from customop.exceptions import (
     KernelOverrideWarning,
     MissingKernelError,
     RegistrationError,
+    RegistrationValueError,
 )
 from customop.library import (
     Library,
@@ -64,8 +65,8 @@ def test_define_with_lib_goes_with_the_library(dispatcher: Dispatcher) -> None:
             "free::neg",
             "other(Tensor x) -> Tensor",
             "define: the schema names 'other', but the op is 'free::neg'. The op's name comes "
-            "from the first argument. Write the schema without a name, as in '(Tensor x) -> "
-            "Tensor'.",
+            "from the first argument (torch: expected schema to look like '(Tensor x) -> "
+            "Tensor'). Write the schema without a name, as in '(Tensor x) -> Tensor'.",
         ),
     ],
     ids=["no-namespace", "other-name"],
@@ -110,7 +111,8 @@ def test_impl_checks_the_kernel_of_a_defined_op(dispatcher: Dispatcher) -> None:
 
 
 def test_impl_with_an_unknown_type_names_the_known_keys(dispatcher: Dispatcher) -> None:
-    with pytest.raises(DispatchKeyError, match=r"^impl: dispatch key 'tpu' is unknown\."):
+    # A ValueError as customop's key errors are, and a RuntimeError as torch's impl raises.
+    with pytest.raises(RegistrationValueError, match=r"^impl: dispatch key 'tpu' is unknown\."):
         impl("free::add", "tpu", lambda x: x, dispatcher=dispatcher)
 
 
@@ -160,11 +162,41 @@ def test_get_kernel_refuses_missing_and_alias_keys(dispatcher: Dispatcher) -> No
         get_kernel("free::inc", DispatchKey.CUDA, dispatcher=dispatcher)
     assert str(excinfo.value) == (
         "get_kernel: 'free::inc' has no kernel for dispatch key 'CUDA' (the table says "
-        "'missing'). Only a key with a kernel can give one. Register one, or pick a key from "
-        "dispatcher.dump_table('free::inc')."
+        "'missing'; torch: no kernel for CUDA for free::inc). Only a key with a kernel can give "
+        "one. Register one, or pick a key from dispatcher.dump_table('free::inc')."
     )
     with pytest.raises(DispatchKeyError, match=r"^get_kernel: 'Autograd' is an alias key\."):
         get_kernel("free::inc", "Autograd", dispatcher=dispatcher)
+
+
+def test_get_kernel_gives_the_kernel_as_it_was(dispatcher: Dispatcher) -> None:
+    # torch's get_kernel: a kernel registered later may call the one it overrides.
+    lib = Library("free", "FRAGMENT", dispatcher=dispatcher)
+    lib.define("inc(Tensor x) -> Tensor")
+    lib.impl("inc", lambda x: x + 1, "CPU")
+    old = get_kernel("free::inc", "CPU", dispatcher=dispatcher)
+    with pytest.warns(KernelOverrideWarning):
+        newer = lib.impl("inc", lambda x: old(x) * 10, "CPU")
+    np.testing.assert_array_equal(dispatcher.find_op("free::inc")(np.zeros(1)), [10.0])
+    current = get_kernel("free::inc", "CPU", dispatcher=dispatcher)
+    newer.remove()
+    with pytest.raises(RegistrationError, match="has been invalidated"):
+        current(np.zeros(1))
+    np.testing.assert_array_equal(old(np.zeros(1)), [1.0])
+    lib.close()
+
+
+def test_impl_takes_op_objects(dispatcher: Dispatcher) -> None:
+    lib = Library("free", "FRAGMENT", dispatcher=dispatcher)
+    lib.define("inc(Tensor x) -> Tensor")
+    op = Ops(dispatcher).free.inc
+    for target, value in ((op.default, 1.0), (op, 2.0)):
+        handle = lib.impl(target, lambda x, value=value: x + value, "CPU")
+        np.testing.assert_array_equal(op(np.zeros(1)), [value])
+        handle.remove()
+    with pytest.raises(TypeError, match=r"^Library.impl: expected the op's name or op object"):
+        lib.impl(3, lambda x: x, "CPU")
+    lib.close()
 
 
 def test_handle_of_an_unregistered_function_says_so() -> None:
@@ -206,7 +238,10 @@ def test_free_decorators_return_the_function(dispatcher: Dispatcher, ops: Ops) -
 def test_allow_override_false_refuses_a_second_fake(dispatcher: Dispatcher) -> None:
     define("free::cube", "(Tensor x) -> Tensor", dispatcher=dispatcher)
     register_fake("free::cube", lambda x: x, dispatcher=dispatcher)
-    with pytest.raises(RegistrationError, match=r"already has a fake impl, and allow_override"):
+    with pytest.raises(
+        RegistrationError,
+        match=r"already has a fake impl \(<lambda> at test_free.py:\d+\), and allow_override",
+    ):
         register_fake("free::cube", lambda x: x, dispatcher=dispatcher, allow_override=False)
 
 
@@ -268,3 +303,14 @@ def test_a_name_of_a_custom_op_registers_with_the_definition(dispatcher: Dispatc
 
     # The old definition's fake went with it: it no longer fits the new schema.
     assert dispatcher.table_entry("free::op", "Fake").reason != "kernel"
+
+
+def test_a_keyed_library_refuses_another_key(dispatcher: Dispatcher) -> None:
+    # torch: "inconsistent with the dispatch key of the enclosing TORCH_LIBRARY_IMPL block".
+    Library("free", "DEF", dispatcher=dispatcher).define("inc(Tensor x) -> Tensor")
+    with Library("free", "IMPL", "CPU", dispatcher=dispatcher) as lib:
+        lib.impl("inc", lambda x: x + 1)  # the library's own key
+        with pytest.warns(KernelOverrideWarning):
+            lib.impl("inc", lambda x: x + 2, "CPU")  # named, the same key
+        with pytest.raises(RegistrationError, match="inconsistent with the dispatch key"):
+            lib.impl("inc", lambda x: x + 1, "CUDA")

@@ -144,7 +144,8 @@ def test_tags_spellings(dispatcher: Dispatcher, tags: Any, expected: tuple[str, 
     with Library("sp", "FRAGMENT", dispatcher=dispatcher) as lib:
         lib.define("h(Tensor x) -> Tensor", tags=tags)
         assert dispatcher.find_op("sp::h").tags == expected
-    assert dispatcher.find_op("sp::g").tags == expected
+    # @custom_op adds pt2_compliant_tag first, as torch's custom_op does.
+    assert dispatcher.find_op("sp::g").tags == ("pt2_compliant_tag", *expected)
 
 
 def test_a_tag_that_is_not_a_name_is_refused(dispatcher: Dispatcher) -> None:
@@ -185,7 +186,7 @@ def test_device_types_default_means_every_device(dispatcher: Dispatcher) -> None
 def test_allow_override_false_refuses_a_second_kernel(dispatcher: Dispatcher) -> None:
     with Library("sp", "DEF", dispatcher=dispatcher) as lib:
         lib.define("neg(Tensor x) -> Tensor")
-        lib.impl("neg", lambda x: -x, "CPU", allow_override=False)
+        first = lib.impl("neg", lambda x: -x, "CPU", allow_override=False)
         with pytest.raises(RegistrationError) as excinfo:
             lib.impl("neg", lambda x: x, "CPU", allow_override=False)
         lib.register_fake("neg", lambda x: x)
@@ -193,8 +194,9 @@ def test_allow_override_false_refuses_a_second_kernel(dispatcher: Dispatcher) ->
             lib._register_fake("neg", lambda x: x, allow_override=False)
         assert dispatcher.table_entry("sp::neg", "CPU").kernel == "<lambda>"
     assert str(excinfo.value) == (
-        "Library.impl: 'sp::neg' already has a kernel for 'CPU', and allow_override=False. "
-        "Registering another would override it. Remove the first kernel's handle, or leave "
+        "Library.impl: 'sp::neg' already has a kernel for 'CPU' (torch: there is already a "
+        f"kernel registered, from {first.source}), and allow_override=False. Registering "
+        "another would override it. Remove the first kernel's handle, or leave "
         "allow_override at True to stack the new one over it."
     )
 

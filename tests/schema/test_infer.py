@@ -320,8 +320,8 @@ MUTATES_ERRORS = [
     (
         ["x", "y", "z"],
         "infer_schema: mutates_args of function 'update' names 'y', 'z', which are not among "
-        "its parameters ('x', 'buf', 'xs', 'maybe', 'n'). Only the function's own arguments can "
-        "be mutated. Correct or remove the names.",
+        "its parameters ('x', 'buf', 'xs', 'maybe', 'n'): {'y', 'z'} in mutates_args were not "
+        "found. Only the function's own arguments can be mutated. Correct or remove the names.",
     ),
     (
         ["n"],

@@ -152,22 +152,26 @@ MESSAGES = {
     ),
     "e_missing_param_annotation": (
         "infer_schema: parameter 'n' of function 'e_missing_param_annotation' has no "
-        "annotation. infer_schema reads the schema from the annotations. Annotate it, as "
+        "annotation (each parameter must have a type annotation). infer_schema reads the schema "
+        "from the annotations. Annotate it, as "
         "in n: Tensor."
     ),
     "e_missing_return_annotation": (
         "infer_schema: the return value of function 'e_missing_return_annotation' has no "
-        "annotation. infer_schema reads the schema's returns from it. Annotate the return, "
+        "annotation (torch: No return type annotation was provided. Please add one.). "
+        "infer_schema reads the schema's returns from it. Annotate the return, "
         "as in -> Tensor, or -> None when nothing is returned."
     ),
     "e_varargs": (
-        "infer_schema: parameter 'args' of function 'e_varargs' is variadic (*args). A "
-        "schema has a fixed list of named arguments, each of which can be passed by name. "
+        "infer_schema: parameter 'args' of function 'e_varargs' is variadic (*args): varargs "
+        "are not supported. A schema has a fixed list of named arguments, each of which can be "
+        "passed by name. "
         "Take a list instead, as in args: list[Tensor]."
     ),
     "e_varkwargs": (
         "infer_schema: parameter 'kwargs' of function 'e_varkwargs' is variadic "
-        "(**kwargs). A schema has a fixed list of named arguments, each of which can be "
+        "(**kwargs): varkwargs are not supported. A schema has a fixed list of named arguments, "
+        "each of which can be "
         "passed by name. Declare each keyword argument after '*' instead."
     ),
     "e_positional_only": (
@@ -179,13 +183,13 @@ MESSAGES = {
         "infer_schema: parameter 'size' of function 'e_tuple_param' is annotated "
         "typing.Tuple[int, int], which is a tuple. Schema arguments have no tuple type "
         "(nor have torch's), and only a whole return annotation may be a tuple. Use "
-        "list[...] or Sequence[...] for an argument, as in list[int]."
+        "list[...] or Sequence[...] for an argument. For example, list[int] instead."
     ),
     "e_tuple_param_ellipsis": (
         "infer_schema: parameter 'size' of function 'e_tuple_param_ellipsis' is annotated "
         "typing.Tuple[int, ...], which is a tuple. Schema arguments have no tuple type "
         "(nor have torch's), and only a whole return annotation may be a tuple. Use "
-        "list[...] or Sequence[...] for an argument, as in list[int]."
+        "list[...] or Sequence[...] for an argument. For example, list[int] instead."
     ),
     "e_list_opt_int": (
         "infer_schema: parameter 's' of function 'e_list_opt_int' is annotated "
@@ -241,8 +245,8 @@ MESSAGES = {
     ),
     "e_mutate_missing_name": (
         "infer_schema: mutates_args of function 'e_mutate_missing_name' names 'y', which "
-        "is not among its parameters ('x'). Only the function's own arguments can be "
-        "mutated. Correct or remove the name."
+        "is not among its parameters ('x'): {'y'} in mutates_args were not found. Only the "
+        "function's own arguments can be mutated. Correct or remove the name."
     ),
     "e_mutates_bad_string": (
         "infer_schema: mutates_args of function 'e_mutates_bad_string' is 'all', not a "
@@ -271,7 +275,9 @@ MESSAGES = {
     ),
     "e_return_tuple_ellipsis": (
         "infer_schema: the return value of function 'e_return_tuple_ellipsis' is annotated "
-        "typing.Tuple[numpy.ndarray, ...], which is a tuple of any length. A schema has a "
+        "typing.Tuple[numpy.ndarray, ...], which is a tuple of any length, an unsupported return. "
+        "A "
+        "schema has a "
         "fixed number of returns. Return list[Tensor] for any number of tensors, or name "
         "each element."
     ),

@@ -64,23 +64,26 @@ SCHEMA_CASES = [
     case(
         "double",
         "mylib::f(Tensor x, double alpha) -> Tensor",
-        "parse_schema: unknown type 'double' at column 19. In a schema, 'float' is already "
-        "double precision (a C++ double). Write 'float'.\n"
+        "parse_schema: unknown type specifier 'double' at column 19. In a schema, 'float' is "
+        "already "
+        "double precision (a C++ double). Use `float`.\n"
         "    mylib::f(Tensor x, double alpha) -> Tensor\n"
         "                       ^",
     ),
     case(
         "int64_t",
         "mylib::f(Tensor x, int64_t n) -> Tensor",
-        "parse_schema: unknown type 'int64_t' at column 19. In a schema, 'int' is already "
-        "64-bit (a C++ int64_t). Write 'int', or 'SymInt' for a size that may be symbolic.\n"
+        "parse_schema: unknown type specifier 'int64_t' at column 19. In a schema, 'int' is "
+        "already "
+        "64-bit (a C++ int64_t). Use `SymInt` or `int` (SymInt for a size that may be symbolic).\n"
         "    mylib::f(Tensor x, int64_t n) -> Tensor\n"
         "                       ^",
     ),
     case(
         "long",
         "mylib::f(long n) -> Tensor",
-        "parse_schema: unknown type 'long' at column 9. Schema integers are 'int', always "
+        "parse_schema: unknown type specifier 'long' at column 9. Schema integers are 'int', "
+        "always "
         "64-bit. Write 'int'.\n"
         "    mylib::f(long n) -> Tensor\n"
         "             ^",
@@ -88,7 +91,8 @@ SCHEMA_CASES = [
     case(
         "string",
         "mylib::f(Tensor x, string mode) -> Tensor",
-        "parse_schema: unknown type 'string' at column 19. Schema strings are 'str'. Write "
+        "parse_schema: unknown type specifier 'string' at column 19. Schema strings are 'str'. "
+        "Write "
         "'str'.\n"
         "    mylib::f(Tensor x, string mode) -> Tensor\n"
         "                       ^",
@@ -96,28 +100,28 @@ SCHEMA_CASES = [
     case(
         "misspelled-type",
         "mylib::f(Tensr x) -> Tensor",
-        "parse_schema: unknown type 'Tensr' at column 9. Did you mean 'Tensor'?\n"
+        "parse_schema: unknown type specifier 'Tensr' at column 9. Did you mean 'Tensor'?\n"
         "    mylib::f(Tensr x) -> Tensor\n"
         "             ^",
     ),
     case(
         "misspelled-return-type",
         "mylib::f(Tensor x) -> Tnsor",
-        "parse_schema: unknown type 'Tnsor' at column 22. Did you mean 'Tensor'?\n"
+        "parse_schema: unknown type specifier 'Tnsor' at column 22. Did you mean 'Tensor'?\n"
         "    mylib::f(Tensor x) -> Tnsor\n"
         "                          ^",
     ),
     case(
         "misspelled-lowercase-type",
         "mylib::f(Tensor x, flaot alpha) -> Tensor",
-        "parse_schema: unknown type 'flaot' at column 19. Did you mean 'float'?\n"
+        "parse_schema: unknown type specifier 'flaot' at column 19. Did you mean 'float'?\n"
         "    mylib::f(Tensor x, flaot alpha) -> Tensor\n"
         "                       ^",
     ),
     case(
         "type-case",
         "mylib::f(tensor x) -> Tensor",
-        "parse_schema: unknown type 'tensor' at column 9. Type names are case-sensitive. "
+        "parse_schema: unknown type specifier 'tensor' at column 9. Type names are case-sensitive. "
         "Write 'Tensor'.\n"
         "    mylib::f(tensor x) -> Tensor\n"
         "             ^",
@@ -125,7 +129,8 @@ SCHEMA_CASES = [
     case(
         "type-case-upper",
         "mylib::f(Tensor x, Int n) -> Tensor",
-        "parse_schema: unknown type 'Int' at column 19. Type names are case-sensitive. Write "
+        "parse_schema: unknown type specifier 'Int' at column 19. Type names are case-sensitive. "
+        "Write "
         "'int'.\n"
         "    mylib::f(Tensor x, Int n) -> Tensor\n"
         "                       ^",
@@ -133,7 +138,7 @@ SCHEMA_CASES = [
     case(
         "dtype",
         "mylib::f(Tensor x, dtype d) -> Tensor",
-        "parse_schema: unknown type 'dtype' at column 19. A dtype is a 'ScalarType' in a "
+        "parse_schema: unknown type specifier 'dtype' at column 19. A dtype is a 'ScalarType' in a "
         "schema. Write 'ScalarType'.\n"
         "    mylib::f(Tensor x, dtype d) -> Tensor\n"
         "                       ^",
@@ -141,7 +146,8 @@ SCHEMA_CASES = [
     case(
         "python-list",
         "mylib::f(List[int] sizes) -> Tensor",
-        "parse_schema: unknown type 'List' at column 9. A list of T is written 'T[]', like "
+        "parse_schema: unknown type specifier 'List' at column 9. A list of T is written 'T[]', "
+        "like "
         "'int[]'.\n"
         "    mylib::f(List[int] sizes) -> Tensor\n"
         "             ^",
@@ -149,7 +155,8 @@ SCHEMA_CASES = [
     case(
         "python-optional",
         "mylib::f(Optional[Tensor] x) -> Tensor",
-        "parse_schema: unknown type 'Optional' at column 9. An optional T is written 'T?', "
+        "parse_schema: unknown type specifier 'Optional' at column 9. An optional T is written "
+        "'T?', "
         "like 'Tensor?'.\n"
         "    mylib::f(Optional[Tensor] x) -> Tensor\n"
         "             ^",
@@ -157,7 +164,8 @@ SCHEMA_CASES = [
     case(
         "module-prefix",
         "mylib::f(torch.Tensor x) -> Tensor",
-        "parse_schema: unknown type 'torch.Tensor' at column 9. Schema types have no module "
+        "parse_schema: unknown type specifier 'torch.Tensor' at column 9. Schema types have no "
+        "module "
         "prefix. Write 'Tensor'.\n"
         "    mylib::f(torch.Tensor x) -> Tensor\n"
         "             ^",
@@ -165,7 +173,8 @@ SCHEMA_CASES = [
     case(
         "unknown-type",
         "mylib::f(Foo x) -> Tensor",
-        "parse_schema: unknown type 'Foo' at column 9. Schema types are Tensor, int, SymInt, "
+        "parse_schema: unknown type specifier 'Foo' at column 9. Schema types are Tensor, int, "
+        "SymInt, "
         "float, bool, str, Scalar, ScalarType, Device, ... and T?, T[], (A, B), Dict(K, V); "
         "see docs/schemas.md.\n"
         "    mylib::f(Foo x) -> Tensor\n"
@@ -625,7 +634,8 @@ SCHEMA_CASES = [
     case(
         "union-without-parens",
         "mylib::f(Union x) -> Tensor",
-        "parse_schema: unknown type 'Union' at column 9. A union is written 'Union(A, B)', "
+        "parse_schema: unknown type specifier 'Union' at column 9. A union is written 'Union(A, "
+        "B)', "
         "like 'Union(int, str)'.\n"
         "    mylib::f(Union x) -> Tensor\n"
         "             ^",
@@ -657,8 +667,9 @@ SCHEMA_CASES = [
     case(
         "multi-line",
         "mylib::f(Tensor x,\n         double y) -> Tensor",
-        "parse_schema: unknown type 'double' at line 2, column 9. In a schema, 'float' is "
-        "already double precision (a C++ double). Write 'float'.\n"
+        "parse_schema: unknown type specifier 'double' at line 2, column 9. In a schema, 'float' "
+        "is "
+        "already double precision (a C++ double). Use `float`.\n"
         "             double y) -> Tensor\n"
         "             ^",
     ),
@@ -777,7 +788,8 @@ def test_parse_schema_or_name_names_itself() -> None:
     with pytest.raises(SchemaParseError) as excinfo:
         parse_schema_or_name("mylib::f(Tensor x) -> Tnsor")
     assert str(excinfo.value) == (
-        "parse_schema_or_name: unknown type 'Tnsor' at column 22. Did you mean 'Tensor'?\n"
+        "parse_schema_or_name: unknown type specifier 'Tnsor' at column 22. Did you mean "
+        "'Tensor'?\n"
         "    mylib::f(Tensor x) -> Tnsor\n"
         "                          ^"
     )

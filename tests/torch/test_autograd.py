@@ -96,6 +96,22 @@ def test_formula_registered_later_reaches_torch(
     op(x).sum().backward()
     assert torch.equal(x.grad, torch.full((2,), 10.0))
     formula.remove()
+    # No formula on a @custom_op: torch's custom_op error, as torch gives it.
+    out = op(x)
+    assert out.requires_grad
+    with pytest.raises(RuntimeError, match="no autograd formula was registered"):
+        out.sum().backward()
+
+
+def test_library_op_without_formula_keeps_torch_warning(
+    ns: str, dispatcher: Dispatcher, track: list[Any]
+) -> None:
+    lib = customop.Library(ns, "FRAGMENT", dispatcher=dispatcher)
+    track.append(lib)
+    lib.define("double(Tensor x) -> Tensor")
+    lib.impl("double", lambda x: x * 2, "CPU")
+    track.append(customop.torch.register(ns, dispatcher=dispatcher))
+    x = torch.ones(2, requires_grad=True)
     # No formula: torch treats the op as any Library op without an autograd kernel.
     with pytest.warns(UserWarning, match="autograd kernel was not registered"):
-        op(x).sum().backward()
+        getattr(torch.ops, ns).double(x).sum().backward()

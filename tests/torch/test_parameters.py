@@ -1,0 +1,206 @@
+"""nn.Parameter arguments take the eager fast path; other tensor subclasses keep torch's (#29).
+
+Every module weight is an ``nn.Parameter``, which disables ``__torch_function__``:
+torch treats it as a plain tensor for dispatch, and so does the call code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any, ClassVar
+
+import pytest
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+import customop
+import customop.torch
+from customop.adapter import installed_call
+
+
+@pytest.fixture
+def scale(ns: str, track: list[Any]) -> Iterator[tuple[Any, list[int]]]:
+    """``x * w`` with a formula, a fake, and a count of kernel calls."""
+    calls: list[int] = []
+
+    @customop.custom_op(f"{ns}::scale", mutates_args=())
+    def op(x: customop.Tensor, w: customop.Tensor) -> customop.Tensor:
+        calls.append(1)
+        return x * w
+
+    op.register_fake(lambda x, w: customop.empty_like(x))
+    op.register_autograd(
+        lambda ctx, grad: (grad * ctx.saved_tensors[1], grad * ctx.saved_tensors[0]),
+        setup_context=lambda ctx, inputs, output: ctx.save_for_backward(*inputs),
+    )
+    track += [op, customop.torch.register(op)]
+    yield op, calls
+
+
+def _spellings(op: Any, ns: str) -> dict[str, Callable[..., Any]]:
+    return {
+        "object": op,
+        "customop.ops": lambda *a: getattr(customop.ops, ns).scale(*a),
+        "overload": getattr(customop.ops, ns).scale.default,
+    }
+
+
+class _Ops(TorchDispatchMode):
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[str] = []
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        self.seen.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("spelling", ["object", "customop.ops", "overload"], ids=str)
+@pytest.mark.parametrize(
+    "context",
+    [torch.no_grad, torch.inference_mode, None],
+    ids=["no_grad", "inference_mode", "grad-mode-frozen-weight"],
+)
+def test_parameter_weights_take_the_fast_path(
+    scale: tuple[Any, list[int]], ns: str, spelling: str, context: Any
+) -> None:
+    op, calls = scale
+    call = _spellings(op, ns)[spelling]
+    x = torch.ones(3)
+    weight = torch.nn.Parameter(torch.full((3,), 2.0), requires_grad=context is not None)
+    site = installed_call(op)
+    to_torch: list[int] = []
+    real = site.mirror.torch_op
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        to_torch.append(1)
+        return real(*args, **kwargs)
+
+    # Every way the call code hands a call to torch goes through one of these two.
+    site.namespace["_co_op"] = site.mirror.torch_op = spy
+    try:
+        with context() if context is not None else torch.enable_grad():
+            for _ in range(3):  # the first call fills the cache, the next take it
+                assert torch.equal(call(x, weight), torch.full((3,), 2.0))
+            assert site.cache[2] is torch.nn.Parameter  # the entry holds the weight's type
+    finally:
+        site.namespace["_co_op"] = site.mirror.torch_op = real
+    assert (len(calls), to_torch) == (3, [])  # the kernel ran directly, three times
+
+
+def test_a_parameter_that_needs_grad_goes_through_torch_autograd(
+    scale: tuple[Any, list[int]], ns: str
+) -> None:
+    op, _ = scale
+    for call in _spellings(op, ns).values():
+        x = torch.ones(3, requires_grad=True)
+        weight = torch.nn.Parameter(torch.full((3,), 2.0))
+        plain_x = torch.ones(3, requires_grad=True)
+        plain_w = torch.full((3,), 2.0, requires_grad=True)
+        out, plain = call(x, weight), call(plain_x, plain_w)
+        assert torch.equal(out, plain) and out.grad_fn is not None
+        out.sum().backward()
+        plain.sum().backward()
+        assert torch.equal(x.grad, plain_x.grad)
+        assert torch.equal(weight.grad, plain_w.grad)
+
+
+def test_tensor_list_and_optional_arguments_holding_parameters(ns: str, track: list[Any]) -> None:
+    calls: list[int] = []
+
+    @customop.custom_op(f"{ns}::total", mutates_args=())
+    def total(xs: list[customop.Tensor], bias: customop.Tensor | None) -> customop.Tensor:
+        calls.append(1)
+        out = sum(xs[1:], xs[0])
+        return out if bias is None else out + bias
+
+    total.register_fake(lambda xs, bias: customop.empty_like(xs[0]))
+    track += [total, customop.torch.register(total)]
+    weight = torch.nn.Parameter(torch.ones(2))
+    bias = torch.nn.Parameter(torch.ones(2))
+    plain = torch.ones(2)
+    with torch.no_grad():
+        for _ in range(3):
+            assert torch.equal(total([plain, weight], bias), torch.full((2,), 3.0))
+            assert torch.equal(getattr(customop.ops, ns).total([weight], None), torch.ones(2))
+    assert len(calls) == 6
+    with _Ops() as mode:  # no fast path under a dispatch mode: torch sees the op
+        total([plain, weight], bias)
+    assert f"{ns}.total.default" in mode.seen
+
+
+class _FunctionTensor(torch.Tensor):
+    """A subclass with its own __torch_function__: it sees every torch call."""
+
+    seen: ClassVar[list[str]] = []
+
+    @classmethod
+    def __torch_function__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        cls.seen.append(str(func))
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+
+class _DispatchTensor(torch.Tensor):
+    """A wrapper subclass with its own __torch_dispatch__: it sees every op below autograd."""
+
+    seen: ClassVar[list[str]] = []
+
+    @staticmethod
+    def __new__(cls, elem: torch.Tensor) -> Any:
+        wrapped = torch.Tensor._make_wrapper_subclass(cls, elem.shape, dtype=elem.dtype)
+        wrapped.elem = elem  # type: ignore[attr-defined]
+        return wrapped
+
+    @classmethod
+    def __torch_dispatch__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        cls.seen.append(str(func))
+        unwrap = [a.elem if isinstance(a, _DispatchTensor) else a for a in args]
+        return func(*unwrap, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("spelling", ["object", "customop.ops", "overload"], ids=str)
+def test_subclasses_with_their_own_hooks_keep_torchs_path(
+    scale: tuple[Any, list[int]], ns: str, spelling: str
+) -> None:
+    op, _ = scale
+    call = _spellings(op, ns)[spelling]
+    plain = torch.full((3,), 2.0)
+    _FunctionTensor.seen.clear()
+    function_tensor = torch.ones(3).as_subclass(_FunctionTensor)
+    for _ in range(2):
+        assert torch.equal(call(function_tensor, plain).as_subclass(torch.Tensor), plain)
+    assert sum(f"{ns}.scale" in name for name in _FunctionTensor.seen) == 2
+    _DispatchTensor.seen.clear()
+    with torch.no_grad():
+        for _ in range(2):
+            out = call(_DispatchTensor(torch.ones(3)), plain)
+    assert torch.equal(out, plain)
+    assert _DispatchTensor.seen.count(f"{ns}.scale.default") == 2
+
+
+def test_compile_with_parameter_arguments_equals_plain(scale: tuple[Any, list[int]]) -> None:
+    op, _ = scale
+
+    class Model(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.linear = torch.nn.Linear(3, 3)
+            self.weight = torch.nn.Parameter(torch.full((3,), 2.0))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return op(self.linear(x), self.weight)
+
+    torch.manual_seed(0)
+    model = Model()
+    x = torch.randn(4, 3)
+    torch._dynamo.reset()
+    compiled = torch.compile(model, fullgraph=True, backend="aot_eager")
+    eager = model(x)
+    assert torch.allclose(compiled(x), eager)
+    compiled(x).sum().backward()
+    compiled_grad = model.weight.grad.clone()
+    model.zero_grad()
+    eager.sum().backward()
+    assert torch.allclose(compiled_grad, model.weight.grad)
+    plain = op(model.linear(x).detach(), model.weight.detach())
+    assert torch.allclose(eager.detach(), plain)
