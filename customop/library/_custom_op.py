@@ -28,7 +28,6 @@ from customop.dispatch import (
 from customop.dispatch import dispatcher as default_dispatcher
 from customop.exceptions import RegistrationError, SchemaError
 from customop.library._enabled import kernel_enabled
-from customop.library._fake_impl import generated_fake
 from customop.library._hooks import (
     check_device_input,
     device_keys,
@@ -36,22 +35,18 @@ from customop.library._hooks import (
     register_kernel_on,
 )
 from customop.library._library import Library
-from customop.library._lifetime import (
-    live_definition,
-    record_definition,
-    remove_definition,
-    retire,
-)
 from customop.library._registered import remember_handle
 from customop.library._spellings import TagsLike, read_tags
-from customop.library._tagged import checked_returns
+from customop.library._tagged import checked_returns, trivial_fake
 from customop.ops import (
+    DEFINITION,
     OpDefinition,
     OpOverload,
     attach_value_checks,
     bind_overload,
     choice_checks,
     enum_kernel,
+    forget,
     refuse_under_dynamo,
     swap_class,
 )
@@ -477,7 +472,7 @@ def _define(
     check_device_input(schema, options.device_types, "custom_op")
     keys = device_keys(dispatcher, options.device_types, "custom_op")
     source = caller_source()
-    # One write under the registration lock: see `_lifetime`.
+    # One write under the registration lock: see the lifetime NOTE below.
     with dispatcher.lock:
         old = live_definition(dispatcher, options.name)
         existing = dispatcher.find_op(options.name)
@@ -496,9 +491,9 @@ def _define(
             kernels: dict[DispatchKey | str, Callable[..., Any]] = {key: body for key in keys}
             fn_name = getattr(fn, "__name__", "op")
             hint = f"{fn_name}.register_kernel('{{device}}', fn)"
-            fake = generated_fake(schema)
+            fake = trivial_fake(schema)
             if fake is not None and DispatchKey.Meta not in kernels:
-                kernels[DispatchKey.Meta] = fake  # see generated_fake: torch's rule
+                kernels[DispatchKey.Meta] = fake  # see trivial_fake: torch's rule
             # torch's custom_op marks every op pt2_compliant_tag (once), first.
             tags = (_PT2, *(tag for tag in options.tags if tag != _PT2))
             library.define(schema, tags=tags, source=source, kernels=kernels, kernel_hint=hint)
@@ -619,3 +614,54 @@ def custom_op(
         return _define(options, body, target)
 
     return define if fn is None else define(fn)
+
+
+# -- how long a definition lives, and what removing it frees ------------------------
+#
+# How long a ``@custom_op`` definition lives, and what removing it frees.
+#
+# NOTE: the live definition of each name is the op's `DEFINITION` extra on its
+# dispatcher entry (``customop.ops``), not a table beside the dispatcher: a
+# private dispatcher, with every definition made on it, is then freed with its
+# last user, and nothing holds a removed definition. The extra's handle is
+# adopted by the definition's library, so it goes whenever that library closes
+# (`op.remove()`, a redefinition, or closing the library by hand), together
+# with the definition's call code.
+#
+# All of it happens under the dispatcher's registration lock (re-entrant), so
+# a redefinition (close the old library, define anew, record) is one write:
+# lookups through ``customop.ops`` and calls that find the op undefined wait
+# for the lock before they decide, and never see the gap.
+
+
+def live_definition(dispatcher: Dispatcher, name: str) -> CustomOpDef[Any, Any] | None:
+    """The @custom_op definition of ``name`` that is live on ``dispatcher``, if any."""
+    handle = dispatcher.find_op(name)
+    found = None if handle is None else handle.extra(DEFINITION)
+    return found if isinstance(found, CustomOpDef) else None
+
+
+def record_definition(definition: CustomOpDef[Any, Any]) -> None:
+    """Make ``definition`` the live one of its name, until its library closes.
+
+    The extra's record is its own undo, and tells the definition when it goes
+    (`CustomOpDef.extra_removed`): one object per op, where a handle and a
+    closure would be several (each costs time in every full gc collection).
+    """
+    dispatcher = definition.dispatcher
+    record = dispatcher._add_extra(
+        definition.operator, DEFINITION, definition, definition.source, then=definition
+    )
+    definition._library._adopt(record)
+
+
+def retire(definition: CustomOpDef[Any, Any]) -> None:
+    """What goes with a definition's `DEFINITION` extra: its call code."""
+    forget("generated", definition.name)
+    definition._op = None  # its call code, checks and cache go with it
+
+
+def remove_definition(definition: CustomOpDef[Any, Any]) -> None:
+    """Remove ``definition``'s op and kernels, and free what it holds (idempotent)."""
+    with definition.dispatcher.lock:
+        definition._library.close()

@@ -29,7 +29,6 @@ from customop.exceptions import (
     RegistrationError,
     RegistrationValueError,
 )
-from customop.library._fake_impl import remember_fake_impl
 from customop.library._hooks import (
     DEFAULT_DEVICE,
     device_keys,
@@ -39,7 +38,7 @@ from customop.library._hooks import (
 from customop.library._library import Library
 from customop.library._registered import remember_handle
 from customop.library._spellings import TagsLike, read_tags
-from customop.library._tagged import tagged_kernels
+from customop.library._tagged import remember_fake_impl, tagged_kernels
 from customop.ops import canonical_dtypes, check_signature, operator_handle, prepare_kernel
 from customop.schema import FunctionSchema, parse_operator_name, parse_schema
 from customop.tensor import BUILTIN_DEVICES

@@ -13,9 +13,13 @@ from typing import TYPE_CHECKING, Any, Final, ParamSpec, TypeGuard, TypeVar, ove
 from customop.dispatch import Dispatcher, DispatchKey, OperatorHandle, RegistrationHandle
 from customop.dispatch import dispatcher as default_dispatcher
 from customop.exceptions import RegistrationError, RegistrationValueError
-from customop.library._fake_impl import refuse_fake_over_decomposition, remember_fake_impl
 from customop.library._registered import remember_handle
-from customop.library._tagged import fake_over_generated, is_generated_fake
+from customop.library._tagged import (
+    fake_over_generated,
+    is_generated_fake,
+    refuse_fake_over_decomposition,
+    remember_fake_impl,
+)
 from customop.ops import (
     OpOverload,
     canonical_dtypes,

@@ -21,14 +21,18 @@ from customop.dispatch import (
 )
 from customop.dispatch import dispatcher as default_dispatcher
 from customop.exceptions import RegistrationError, RegistrationValueError
-from customop.library._fake_impl import remember_fake_impl
 from customop.library._spellings import (
     TagsLike,
     op_name_text,
     read_tags,
     refuse_type_variables,
 )
-from customop.library._tagged import fake_over_generated, is_generated_fake, tagged_kernels
+from customop.library._tagged import (
+    fake_over_generated,
+    is_generated_fake,
+    remember_fake_impl,
+    tagged_kernels,
+)
 from customop.library._torch_kernels import adapt_kernel
 from customop.ops import canonical_dtypes, check_signature, prepare_kernel
 from customop.schema import (

@@ -1,4 +1,13 @@
-"""Ops tagged ``inplace`` or ``out``: their generated fake, return check and fake warning.
+"""Fake impls: marked for ``get_ctx``; generated ones (tagged ops, ``-> ()`` ops); return checks.
+
+NOTE: no per-call wrapper around a fake impl. A wrapper that set a context
+variable around every call cost about 0.4 µs, most of the fake-mode call
+budget (1 µs). Instead the fake impl's code object is recorded at
+registration (`remember_fake_impl`), and ``get_ctx()`` (rare) looks for it
+among its callers' frames.
+
+A ``@custom_op`` that writes an input and returns nothing gets `trivial_fake`.
+Ops tagged ``inplace`` or ``out`` get theirs as follows.
 
 As in torch 2.13:
 
@@ -29,8 +38,13 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Final, NoReturn
 
-from customop.dispatch import Dispatcher, DispatchKey, user_stacklevel
-from customop.exceptions import AutogradError, KernelOverrideWarning, KernelReturnError
+from customop.dispatch import Dispatcher, DispatchKey, OperatorHandle, user_stacklevel
+from customop.exceptions import (
+    AutogradError,
+    KernelOverrideWarning,
+    KernelReturnError,
+    RegistrationError,
+)
 from customop.schema import (
     INPLACE,
     AliasingTag,
@@ -39,6 +53,7 @@ from customop.schema import (
     check_tagged_schema,
     torch_spelling,
 )
+from customop.tensor import FAKE_IMPL_CODES
 
 __all__ = [
     "checked_returns",
@@ -47,7 +62,10 @@ __all__ = [
     "is_generated_fake",
     "mark_generated",
     "out_names",
+    "refuse_fake_over_decomposition",
+    "remember_fake_impl",
     "tagged_kernels",
+    "trivial_fake",
 ]
 
 #: The fakes made here, by identity: a registration over one replaces it quietly.
@@ -95,6 +113,54 @@ def is_generated_fake(fn: object) -> bool:
         return fn in _GENERATED
     except TypeError:  # an unhashable kernel object is not one of ours
         return False
+
+
+def mutates_and_returns_nothing(*args: object, **kwargs: object) -> None:
+    """The generated fake impl of an op that writes its inputs and returns nothing."""
+    return None
+
+
+def trivial_fake(schema: FunctionSchema) -> Callable[..., None] | None:
+    """The fake impl a ``@custom_op`` gets without ``register_fake``, or None.
+
+    torch's rule (``can_generate_trivial_fake_impl``): an op that writes to an
+    input and returns nothing (``-> ()``) has nothing to fake, so its fake impl
+    returns None. (A functional op returning nothing is suspicious; like torch,
+    it gets none.) It is registered as the op's ``Meta`` kernel, which the
+    ``Fake`` key uses when no fake impl is registered: ``register_fake``
+    overrides it without a warning, and removing that restores it.
+    """
+    if schema.returns or not schema.is_mutable:
+        return None
+    return mark_generated(mutates_and_returns_nothing)
+
+
+def refuse_fake_over_decomposition(op: OperatorHandle, api: str) -> None:
+    """Refuse a fake impl for an op whose CompositeImplicitAutograd kernel would hide it.
+
+    A CompositeImplicitAutograd kernel serves the Autograd keys, which every
+    FakeTensor carries above ``Fake``, so the decomposition runs on fakes and a
+    fake impl never would. torch refuses this registration too.
+    """
+    record = op._entry.top(DispatchKey.CompositeImplicitAutograd)
+    if record is None:
+        return
+    raise RegistrationError(
+        f"{api}: {op.name} has a CompositeImplicitAutograd kernel ({record.label}), so a fake "
+        "impl would never run: that kernel serves the Autograd keys above Fake and "
+        "decomposes the op on fakes too. Register the body as CompositeExplicitAutograd "
+        "(register_kernel(op, 'default', fn) or Library.impl(name, fn, "
+        "'CompositeExplicitAutograd')) and then its fake impl, or drop the fake impl and let "
+        "the decomposition compute fake results."
+    )
+
+
+def remember_fake_impl(fn: Callable[..., Any], op: str) -> Callable[..., Any]:
+    """Record ``fn`` as the fake impl of ``op`` (for ``get_ctx``); returns ``fn`` itself."""
+    code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+    if code is not None:
+        FAKE_IMPL_CODES[code] = op
+    return fn
 
 
 def tagged_kernels(

@@ -77,6 +77,30 @@ _TENSOR: Final = torch.Tensor
 #: Tensor types whose calls dispatch as plain tensors: a Parameter (every module
 #: weight; a Buffer where torch has one) disables __torch_function__, so torch
 #: itself treats it as a plain tensor (issue #29).
+#: Bits of the autograd keys (what customop excludes for torch's autograd guard).
+_AUTOGRAD_BITS: Final = DispatchKeySet(*(key for key in DispatchKey if key.is_autograd)).bits
+_ALL_BITS: Final = DEFAULT_LOCAL.kept
+#: The functionality key torch's ``_AutoDispatchBelowAutograd`` excludes.
+_TORCH_AUTOGRAD: Final = torch._C.DispatchKey.AutogradFunctionality
+
+
+def _below_torch_autograd() -> bool:
+    """Whether customop's only local change is torch's autograd guard, mirrored.
+
+    A kernel written for torch's autograd key (an ``autograd.Function``) runs
+    with customop's autograd keys excluded (`Library.impl` adapts it), and its
+    ``forward`` calls the op again inside ``torch._C._AutoDispatchBelowAutograd``.
+    That call belongs to torch's dispatcher, which applies the guard itself, so
+    torch's modes (opcheck's SchemaCheckMode) see it, as they do in torch.
+    """
+    local = LOCAL_KEYS.get()
+    return (
+        local.included == 0
+        and local.kept == _ALL_BITS & ~_AUTOGRAD_BITS
+        and torch._C._dispatch_tls_is_dispatch_key_excluded(_TORCH_AUTOGRAD)
+    )
+
+
 _PLAIN: Final = frozenset(
     t for t in (torch.Tensor, torch.nn.Parameter, getattr(torch.nn, "Buffer", None)) if t
 )
@@ -279,7 +303,7 @@ class TorchCall:
                 return self.torch(*values[: self.npos], **self._keywords(values))
         if self.closed or extra or unknown or any(values[i] is MISSING for i in self.required):
             return self._customop(values, extra, unknown)
-        if LOCAL_KEYS.get() is not DEFAULT_LOCAL:
+        if LOCAL_KEYS.get() is not DEFAULT_LOCAL and not _below_torch_autograd():
             return self._customop(values, extra, unknown)  # customop's modes and tracing
         tensors = self._tensors(values)
         if not any(isinstance(t, _TENSOR) for t in tensors):

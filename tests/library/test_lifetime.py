@@ -17,7 +17,7 @@ import customop
 from customop.dispatch import Dispatcher, RegistrationHandle
 from customop.exceptions import RegistrationError
 from customop.library import Ops
-from customop.library._lifetime import live_definition
+from customop.library._custom_op import live_definition
 
 CYCLES = 100_000
 

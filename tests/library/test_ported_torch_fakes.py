@@ -99,10 +99,6 @@ def test_abstract_impl_on_existing_op_with_CompositeExplicitAutograd(d: Dispatch
         assert result.shape == ()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue #26 section 5 (register_fake serving torch meta tensors): another engineer's",
-)
 def test_override_fake(d: Dispatcher) -> None:
     lib = _lib(d)
     op_name = f"{TEST_NS}::foo"

@@ -96,11 +96,6 @@ def test_opcheck_unbacked_stride(ns: str, track: list[Any]) -> None:
     torch.library.opcheck(f, args=[example])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue #26 section 1 (kernels on the Autograd key reach torch once bridged): "
-    "another engineer's part; until then torch's test_autograd_registration fails first",
-)
 def test_incorrect_abstract_impl(ns: str, lib: customop.Library) -> None:
     lib.define("foo(Tensor x) -> Tensor")
     op = _op(ns)

@@ -63,11 +63,6 @@ def test_custom_op_inplace_tag(ns: str, track: list[Any]) -> None:
         assert fake_result is fake_x
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue #26 section 1 (the bridge's Autograd key for ops without a formula): "
-    "another engineer's part; torch's 'no autograd formula' error",
-)
 def test_custom_op_inplace_tag_autograd(ns: str, track: list[Any]) -> None:
     @customop.custom_op(f"{ns}::inplace_tag_autograd", mutates_args={"x"}, tags=torch.Tag.inplace)
     def f(x: Tensor, y: Tensor) -> Tensor:
