@@ -10,7 +10,7 @@ would check the undecorated function.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, overload
 
@@ -515,7 +515,7 @@ def custom_op(
     fn: Callable[P, R],
     /,
     *,
-    mutates_args: Sequence[str] | MutatesArgs,
+    mutates_args: Iterable[str] | MutatesArgs,
     device_types: str | Sequence[str] | None = None,
     schema: str | None = None,
     tags: TagsLike = (),
@@ -529,7 +529,7 @@ def custom_op(
     fn: None = None,
     /,
     *,
-    mutates_args: Sequence[str] | MutatesArgs,
+    mutates_args: Iterable[str] | MutatesArgs,
     device_types: str | Sequence[str] | None = None,
     schema: str | None = None,
     tags: TagsLike = (),
@@ -543,7 +543,7 @@ def custom_op(
     /,
     *,
     # None: omitted. The overloads require it (mypy); at run time it gets a clear error.
-    mutates_args: Sequence[str] | MutatesArgs | None = None,
+    mutates_args: Iterable[str] | MutatesArgs | None = None,
     device_types: str | Sequence[str] | None = None,
     schema: str | None = None,
     tags: TagsLike = (),
@@ -559,7 +559,8 @@ def custom_op(
     Args:
         name: the operator's name, ``"ns::op"``.
         fn: the function; omit it to use ``custom_op`` as a decorator.
-        mutates_args: the parameters ``fn`` writes to, ``()`` for none, or
+        mutates_args: the parameters ``fn`` writes to (any collection of names:
+            a tuple, list or set, as torch takes), ``()`` for none, or
             `MutatesArgs.UNKNOWN`.
         device_types: the devices the body serves; default: all of them.
         schema: the schema text, instead of inferring it from the type hints.

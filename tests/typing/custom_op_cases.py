@@ -7,7 +7,7 @@ from typing import Any, TypeAlias
 import numpy as np
 from typing_extensions import assert_type, reveal_type
 
-from customop.dispatch import RegistrationHandle
+from customop.dispatch import Dispatcher, RegistrationHandle
 from customop.library import custom_op, handle_of
 from customop.tensor import Tensor
 
@@ -63,3 +63,14 @@ assert_type(handle_of(_), RegistrationHandle)
 _(array, 2.0)
 _(array)  # E: call-arg
 scale.register_kernel("cpu", plain)  # E: arg-type
+
+
+# mutates_args takes any collection of names, as torch's custom_op does: a set too.
+@custom_op("typing::scale_", mutates_args={"x"}, dispatcher=Dispatcher())
+def scale_(x: Array, factor: float) -> None:
+    x *= factor
+
+
+reveal_type(scale_)  # N: Revealed type is "customop.library._custom_op.CustomOpDef[[x: numpy.ndarray[Any, Any], factor: float], None]"
+scale_(array, 2.0)
+custom_op("typing::thrice", plain, mutates_args=3)  # E: call-overload
