@@ -35,8 +35,15 @@ def _env(**extra: str) -> dict[str, str]:
     return {**env, "PYTHONPATH": str(ROOT), **extra}
 
 
+def _has_bdist_wheel() -> bool:
+    # find_spec of a submodule imports its parent, which raises when setuptools is absent.
+    if importlib.util.find_spec("setuptools") is None:
+        return False
+    return importlib.util.find_spec("setuptools.command.bdist_wheel") is not None
+
+
 @pytest.mark.skipif(
-    importlib.util.find_spec("setuptools.command.bdist_wheel") is None,
+    not _has_bdist_wheel(),
     reason="needs setuptools >= 70.1 (it builds wheels itself)",
 )
 def test_the_documented_wheel_of_kernels_imports_without_a_compiler(tmp_path: Path) -> None:
