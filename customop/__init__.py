@@ -53,6 +53,7 @@ from customop.library import register_autograd
 from customop.library import register_blockwise
 from customop.library import register_fake
 from customop.library import register_kernel
+from customop.library import register_vmap
 from customop.schema import FunctionSchema
 from customop.schema import MutatesArgs
 from customop.schema import parse_operator_name
@@ -171,6 +172,7 @@ __all__ = [  # noqa: RUF022 -- plain sorted() order, which tests/test_public_api
     "register_blockwise",
     "register_fake",
     "register_kernel",
+    "register_vmap",
     "trace",
     "uint16",
     "uint32",

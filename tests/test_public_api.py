@@ -86,6 +86,7 @@ PUBLIC = {
         "register_blockwise",
         "register_fake",
         "register_kernel",
+        "register_vmap",
         "trace",
         "uint16",
         "uint32",
@@ -185,6 +186,7 @@ PUBLIC = {
         "register_blockwise",
         "register_fake",
         "register_kernel",
+        "register_vmap",
     ],
     "customop.adapter": [
         "CallShape",
@@ -242,6 +244,14 @@ PUBLIC = {
         "parse_schema",
         "parse_schema_or_name",
         "register_annotation",
+    ],
+    "customop.vmap": [
+        "Randomness",
+        "VMAP_RULE",
+        "VmapInfo",
+        "VmapRule",
+        "register_vmap",
+        "rule_of",
     ],
     "customop.symbolic": [
         "DataDependentError",

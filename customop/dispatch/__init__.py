@@ -54,6 +54,8 @@ from customop.dispatch._local import DEFAULT_LOCAL as DEFAULT_LOCAL
 from customop.dispatch._local import LOCAL_KEYS as LOCAL_KEYS
 from customop.dispatch._local import local_state as local_state
 from customop.dispatch._operator import select_kernel as select_kernel
+from customop.dispatch._remembered import remember_handle as remember_handle
+from customop.dispatch._remembered import remembered_handle as remembered_handle
 
 __internal__ = (
     "DEFAULT_LOCAL",
@@ -65,6 +67,8 @@ __internal__ = (
     "dispatcher",
     "keyset_from_bits",
     "local_state",
+    "remember_handle",
+    "remembered_handle",
     "run_or_defer",
     "user_stacklevel",
     "select_kernel",
