@@ -30,6 +30,8 @@ from customop.exceptions import RegistrationError
 from customop.exceptions import SchemaError
 from customop.exceptions import SchemaParseError
 from customop.exceptions import UnknownOperatorError
+from customop.exceptions import VmapError
+from customop.exceptions import VmapFallbackWarning
 from customop.fake import FakeTensorMode
 from customop.fake import get_ctx
 from customop.fake import opcheck
@@ -87,6 +89,7 @@ from customop.tensor import new_empty
 from customop.tensor import register_backend
 from customop.trace import Graph
 from customop.trace import trace
+from customop.vmap import vmap
 
 # The Dask backend registers itself by name in customop.dispatcher (dask stays unimported).
 import customop.dask as _dask  # noqa: F401
@@ -128,6 +131,8 @@ __all__ = [  # noqa: RUF022 -- plain sorted() order, which tests/test_public_api
     "SymInt",
     "Tensor",
     "UnknownOperatorError",
+    "VmapError",
+    "VmapFallbackWarning",
     "below",
     "bfloat16",
     "bool_",
@@ -178,6 +183,7 @@ __all__ = [  # noqa: RUF022 -- plain sorted() order, which tests/test_public_api
     "uint32",
     "uint64",
     "uint8",
+    "vmap",
 ]
 
 

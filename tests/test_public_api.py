@@ -42,6 +42,8 @@ PUBLIC = {
         "SymInt",
         "Tensor",
         "UnknownOperatorError",
+        "VmapError",
+        "VmapFallbackWarning",
         "below",
         "bfloat16",
         "bool_",
@@ -92,6 +94,7 @@ PUBLIC = {
         "uint32",
         "uint64",
         "uint8",
+        "vmap",
     ],
     "customop.autograd": [
         "AutogradContext",
@@ -154,6 +157,8 @@ PUBLIC = {
         "SchemaError",
         "SchemaParseError",
         "UnknownOperatorError",
+        "VmapError",
+        "VmapFallbackWarning",
     ],
     "customop.fake": [
         "DebugCheckError",
@@ -246,12 +251,14 @@ PUBLIC = {
         "register_annotation",
     ],
     "customop.vmap": [
+        "BatchedArray",
         "Randomness",
         "VMAP_RULE",
         "VmapInfo",
         "VmapRule",
         "register_vmap",
         "rule_of",
+        "vmap",
     ],
     "customop.symbolic": [
         "DataDependentError",

@@ -25,15 +25,23 @@ transforms share one forward.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
-from customop.autograd._tape import ACTIVE, bind_inputs, tensor_positions
+from customop.autograd._tape import ACTIVE, Tape, bind_inputs, differentiable, tensor_positions
 from customop.dispatch import DispatchKey, DispatchKeySet, OperatorHandle, below, keyset_from_bits
 
 if TYPE_CHECKING:
     from customop.autograd._formula import AutogradFormula
 
-__all__ = ["FORMULA_KEY", "record", "record_untracked"]
+__all__ = [
+    "FORMULA_KEY",
+    "lost_gradient",
+    "record",
+    "record_inner",
+    "record_untracked",
+    "tape_depth",
+]
 
 #: The key formulas are registered on and transforms include (see `_formula`).
 FORMULA_KEY: Final = DispatchKey.AutogradOther
@@ -59,18 +67,83 @@ def record(
     token = _set_active(())
     try:
         result = op.redispatch(lower, *args, **kwargs)
-        positions = tensor_positions(op.schema)
-        inputs: tuple[Any, ...] | None = None
-        for tape in tapes:
-            in_vars = tape.tracked(positions, args, kwargs)
-            if in_vars is None:
-                tape.see(result)
-                continue
-            if inputs is None:
-                inputs = bind_inputs(op.schema, args, kwargs)
-            tape.record(op, formula, inputs, in_vars, result)
+        _note(tapes, formula, op, args, kwargs, result=result)
     finally:
         _reset_active(token)
+    return result
+
+
+def _note(
+    tapes: tuple[Tape, ...],
+    formula: AutogradFormula | None,
+    op: OperatorHandle,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    *,
+    result: Any,
+) -> None:
+    """Record a computed call on each of ``tapes`` that tracks one of its inputs."""
+    positions = tensor_positions(op.schema)
+    inputs: tuple[Any, ...] | None = None
+    for tape in tapes:
+        in_vars = tape.tracked(positions, args, kwargs)
+        if in_vars is None:
+            tape.see(result)
+            continue
+        if inputs is None:
+            inputs = bind_inputs(op.schema, args, kwargs)
+        tape.record(op, formula, inputs, in_vars, result)
+
+
+def lost_gradient(depth: int, inputs: list[Any], outputs: list[Any]) -> int | None:
+    """The index of a float output that no tape among the first ``depth`` tracks although
+    one of ``inputs`` is tracked there: it was computed from a tracked value without ops
+    (plain array code), so its gradient would silently be zero. None when there is none."""
+    tapes = _get_active()[:depth]
+    watching = [t for t in tapes if any(id(value) in t.vars for value in inputs)]
+    if not watching:
+        return None
+    for index, value in enumerate(outputs):
+        if differentiable(value) and not any(id(value) in t.vars for t in watching):
+            return index
+    return None
+
+
+def tape_depth() -> int:
+    """How many tapes record now: a transform entered inside them remembers it."""
+    return len(_get_active())
+
+
+def record_inner(
+    formula: AutogradFormula | None,
+    op: OperatorHandle,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    *,
+    compute: Callable[[], Any],
+    depth: int,
+) -> Any:
+    """Run ``compute`` under the first ``depth`` tapes only, then record the call on the rest.
+
+    For a transform that computes a call its own way above the Autograd keys
+    (``customop.vmap`` batches it): the tapes entered inside it (a ``grad``
+    inside a ``vmap``) record the call as it was made, with ``formula``, while
+    the ops ``compute`` runs are recorded by the tapes entered before it (a
+    ``grad`` of the ``vmap``), as nested transforms see each other in torch.
+    """
+    tapes = _get_active()
+    inner = tapes[depth:]
+    token = _set_active(tapes[:depth])
+    try:
+        result = compute()
+    finally:
+        _reset_active(token)
+    if inner:
+        token = _set_active(())
+        try:
+            _note(inner, formula, op, args, kwargs, result=result)
+        finally:
+            _reset_active(token)
     return result
 
 
