@@ -1,12 +1,14 @@
 """Plain array code on batched values: exact where it can be, refused everywhere else.
 
-Elementwise arithmetic (Python operators, numpy ufuncs called plainly) is
-exact on a batch: each operand's batch dimensions go to the front, the
-example dimensions are right-aligned as broadcasting aligns them (an
-unbatched operand broadcasts against every example), and the backend's own
-operator computes all examples at once. Basic indexing (ints, slices,
-``None``, ``...``) is exact too, after the batch dimensions. So a formula's
-``backward`` written as ``grad * np.cos(x)`` runs inside ``vmap(grad(f))``.
+Elementwise arithmetic (Python operators, numpy ufuncs called plainly,
+torch functions whose aten op is tagged ``pointwise``) is exact on a batch:
+each operand's batch dimensions go to the front, the example dimensions are
+right-aligned as broadcasting aligns them (an unbatched operand broadcasts
+against every example), and the backend's own operator computes all
+examples at once. Basic indexing (ints, slices, ``None``, ``...``) is exact
+too, after the batch dimensions. So a formula's ``backward`` written as
+``grad * np.cos(x)`` (or ``grad * torch.sigmoid(x)``) runs inside
+``vmap(grad(f))``.
 
 Everything else (reductions, ``np.sum``, methods such as ``.reshape``,
 conversion to a plain array, Python control flow on values, writes) would
@@ -16,6 +18,7 @@ compute on the whole batch as if it were one example, so it raises
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Final, NoReturn
 
@@ -75,6 +78,24 @@ def elementwise(fn: Callable[..., Any], operands: tuple[Any, ...], kind: type) -
     if isinstance(result, tuple):
         return tuple(kind(item, tuple(levels), dims) for item in result)
     return kind(result, tuple(levels), dims)
+
+
+_POINTWISE: dict[Any, bool] = {}
+
+
+def _torch_pointwise(func: Any) -> bool:
+    """Whether a torch function is the aten op of its name, tagged pointwise (any of the
+    functional overloads: ``aten::mul.Tensor``, ``aten::exp.default``)."""
+    found = _POINTWISE.get(func)
+    if found is None:
+        torch = sys.modules["torch"]  # a torch function was called: torch is imported
+        name = getattr(func, "__name__", "").strip("_")
+        packet = getattr(torch.ops.aten, name, None) if name else None
+        names = [] if packet is None else [o for o in packet.overloads() if "out" not in o]
+        found = any(torch.Tag.pointwise in getattr(packet, o).tags for o in names)
+        if len(_POINTWISE) < 4096:
+            _POINTWISE[func] = found
+    return found
 
 
 def _binary(fn: Callable[[Any, Any], Any], reflected: bool = False) -> Callable[..., Any]:
@@ -174,7 +195,14 @@ class Arithmetic:
     @classmethod
     def __torch_function__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         name = getattr(func, "__name__", repr(func))
-        refuse(f"torch.{name} on a batched value", _MIXES, _USE_OPS)
+        kwargs = kwargs or {}
+        if "out" in kwargs or not _torch_pointwise(func):
+            refuse(
+                f"torch.{name} on a batched value",
+                f"{_MIXES} (only pointwise torch functions are batched exactly)",
+                _USE_OPS,
+            )
+        return elementwise(lambda *arrays: func(*arrays, **kwargs), tuple(args), cls)
 
     def __getitem__(self, index: object) -> Any:
         items = _basic_index(index)

@@ -208,7 +208,7 @@ def _read(plan: Plan, rule: VmapRule, result: Any) -> Outputs:
         )
     outputs, out_dims = result
     count = len(plan.returns)
-    if count == 1:
+    if count == 1 and not (isinstance(outputs, tuple) and plan.returns[0] not in LIST_KINDS):
         values = [outputs]
     elif isinstance(outputs, tuple | list) or (count == 0 and outputs is None):
         values = list(outputs or ())
