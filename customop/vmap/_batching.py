@@ -20,7 +20,7 @@ from customop.vmap._arith import refuse
 from customop.vmap._loop import loop
 from customop.vmap._moves import Moves, moves_of
 from customop.vmap._plan import LIST_KINDS, Plan, plan_of
-from customop.vmap._rule import VMAP_RULE, Randomness, VmapInfo, VmapRule
+from customop.vmap._rule import Randomness, VmapInfo, VmapRule
 from customop.vmap._value import BatchedArray, Level, tags_of
 
 __all__ = ["check_result", "run_batched"]
@@ -37,6 +37,7 @@ def run_batched(
     keywords: dict[str, Any],
     involved: list[Level],
     *,
+    rule: VmapRule | None,
     depth: int,
 ) -> Any:
     """Compute ``op`` on the batch (its rule, else the loop); the result, batched.
@@ -45,15 +46,13 @@ def run_batched(
     physical computation; a rule output they cannot follow is refused.
     """
     moves = moves_of(op.dispatcher)
-    sizes = [level.batch_size for level in involved]
-    size = sizes[0]
-    for more in sizes[1:]:
-        size = size * more
+    size = involved[0].batch_size
+    for more in involved[1:]:
+        size = size * more.batch_size
     info = VmapInfo(size, _randomness(plan, involved, op))
     if plan.mutable:
         _check_writes(plan, values, involved)
     physical, in_dims, logical = _physical(plan, values, involved, moves)
-    rule = op.extra(VMAP_RULE)
     if rule is None:
         outputs = loop(op, plan, physical, in_dims, keywords=keywords, info=info, moves=moves)
     else:
@@ -86,6 +85,8 @@ def _check_followed(
 
 
 def _randomness(plan: Plan, involved: list[Level], op: OperatorHandle) -> Randomness:
+    if len(involved) == 1 and not involved[0].chunked:
+        return involved[0].randomness
     kinds = {level.randomness for level in involved}
     random = "nondeterministic_seeded" in op.tags
     if random and len(kinds) > 1:

@@ -27,12 +27,12 @@ from __future__ import annotations
 from typing import Any, Final
 
 from customop.autograd import formula_of, record_inner, tape_depth
-from customop.dispatch import DispatchKey, DispatchKeySet, OperatorHandle, exclude_keys
+from customop.dispatch import DispatchKey, DispatchKeySet, OperatorHandle
 from customop.vmap._arith import refuse
 from customop.vmap._batching import run_batched
 from customop.vmap._plan import LIST_KINDS, Plan, plan_of
 from customop.vmap._rule import VMAP_RULE
-from customop.vmap._value import LEVELS, BatchedArray, Level
+from customop.vmap._value import LEVELS, PHYSICAL, BatchedArray, Level, Physical
 
 __all__ = ["RANDOM_TAG", "interpret"]
 
@@ -41,6 +41,7 @@ RANDOM_TAG: Final = "nondeterministic_seeded"
 _BELOW: Final = DispatchKeySet.full().below(DispatchKey.Batched)
 _DECOMPOSITION: Final = DispatchKeySet(DispatchKey.AutogradOther)
 _CIA: Final = DispatchKey.CompositeImplicitAutograd
+_physical: Final = PHYSICAL.get
 
 
 def _found_levels(plan: Plan, values: list[Any]) -> dict[int, Level]:
@@ -57,6 +58,8 @@ def _found_levels(plan: Plan, values: list[Any]) -> dict[int, Level]:
 
 
 def _check_live(plan: Plan, found: dict[int, Level], active: tuple[Level, ...]) -> None:
+    if len(found) == 1 and active and next(iter(found.values())) is active[-1]:
+        return  # the common case: values of the innermost running vmap
     live = {id(level) for level in active}
     for key, level in found.items():
         if key not in live:
@@ -86,33 +89,40 @@ def _random_levels(op: OperatorHandle, active: tuple[Level, ...]) -> list[Level]
 
 def interpret(op: OperatorHandle, keyset: DispatchKeySet, *args: Any, **kwargs: Any) -> Any:
     """The ``Batched`` key's fallback: run ``op`` on a batch (see the module docstring)."""
+    if _physical():  # vmap's own code: the arrays are physical ones
+        return op.redispatch(keyset & _BELOW, *args, **kwargs)
     plan = plan_of(op.schema)
     values, keywords = plan.bind(args, kwargs)
     found = _found_levels(plan, values)
     active = LEVELS.get()
     if found:
         _check_live(plan, found, active)
-    if RANDOM_TAG in op.tags and active:
+    if active and RANDOM_TAG in op.tags:
         for level in _random_levels(op, active):
             found[id(level)] = level
     if not found:
         return op.redispatch(keyset & _BELOW, *args, **kwargs)
-    involved = sorted(found.values(), key=lambda level: level.index)
-    if _decomposes(op):
+    if len(found) == 1:
+        involved = list(found.values())
+    else:
+        involved = sorted(found.values(), key=lambda level: level.index)
+    rule = op.extra(VMAP_RULE)
+    if rule is None and _decomposes(op):
         return op.redispatch(_DECOMPOSITION, *args, **kwargs)
     depth = min(level.depth for level in involved)
+    if tape_depth() <= depth:
+        with Physical():
+            return run_batched(op, plan, values, keywords, involved, rule=rule, depth=depth)
 
     def compute() -> Any:
-        with exclude_keys(DispatchKey.Batched):
-            return run_batched(op, plan, values, keywords, involved, depth=depth)
+        with Physical():
+            return run_batched(op, plan, values, keywords, involved, rule=rule, depth=depth)
 
-    if tape_depth() > depth:
-        return record_inner(formula_of(op), op, args, kwargs, compute=compute, depth=depth)
-    return compute()
+    return record_inner(formula_of(op), op, args, kwargs, compute=compute, depth=depth)
 
 
 def _decomposes(op: OperatorHandle) -> bool:
-    """Whether ``op`` has no rule but a CompositeImplicitAutograd kernel to decompose into."""
-    if op.extra(VMAP_RULE) is not None or _CIA not in op.kernel_keys():
+    """Whether ``op`` (which has no rule) has a CompositeImplicitAutograd kernel to run."""
+    if _CIA not in op.kernel_keys():
         return False
     return op.table_entry(DispatchKey.AutogradOther).reason == "math kernel"

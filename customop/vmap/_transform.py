@@ -15,14 +15,14 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 from customop.autograd import tape_depth
-from customop.dispatch import Dispatcher, DispatchKey, exclude_keys, include_keys
+from customop.dispatch import Dispatcher, DispatchKey, include_keys
 from customop.dispatch import dispatcher as default_dispatcher
 from customop.vmap._arith import refuse
 from customop.vmap._install import install
 from customop.vmap._moves import Moves
 from customop.vmap._rule import RANDOMNESS, Randomness
 from customop.vmap._tree import Tree, broadcast, flatten, unflatten
-from customop.vmap._value import LEVELS, BatchedArray, Level, from_tags, tags_of
+from customop.vmap._value import LEVELS, BatchedArray, Level, Physical, from_tags, tags_of
 
 __all__ = ["vmap"]
 
@@ -131,7 +131,7 @@ class _Call:
                 out = self.fn(*unflatten(tree, wrapped), **kwargs)
         finally:
             LEVELS.reset(token)
-        with exclude_keys(DispatchKey.Batched):
+        with Physical():
             return self.unbatch(out, level)
 
     def run_chunks(
@@ -143,7 +143,7 @@ class _Call:
         out_tree = None
         for start in range(0, size, chunk_size):
             length = min(chunk_size, size - start)
-            with exclude_keys(DispatchKey.Batched):
+            with Physical():
                 part = [
                     leaf if dim is None else _narrow(self.moves, leaf, dim, start, length)
                     for leaf, dim in zip(leaves, dims, strict=True)
@@ -153,7 +153,7 @@ class _Call:
         assert out_tree is not None  # size >= 1, so there was a chunk
         out_dims = self.output_dims(out_tree)
         joined = []
-        with exclude_keys(DispatchKey.Batched):
+        with Physical():
             for index, dim in enumerate(out_dims):
                 items = [found[index] for found in outputs]
                 joined.append(items[0] if dim is None else _cat(self, items, dim))
@@ -287,10 +287,13 @@ def vmap(
             "run at once. Pass an int >= 1, or None for the whole batch."
         )
     target = default_dispatcher if dispatcher is None else dispatcher
+    made: list[_Call] = []  # made on the first call (installing vmap in the dispatcher)
 
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> Any:
-        call = _Call(fn, in_dims, out_dims, randomness, install(target))
+        if not made:
+            made.append(_Call(fn, in_dims, out_dims, randomness, install(target)))
+        call = made[0]
         leaves, tree = flatten(args)
         dims = call.input_dims(args, tree, leaves)
         size = call.batch_size(leaves, dims)

@@ -24,7 +24,7 @@ from typing import Any, Final, final
 from customop.vmap._arith import Arithmetic
 from customop.vmap._rule import Randomness
 
-__all__ = ["LEVELS", "BatchedArray", "Level", "from_tags", "tags_of"]
+__all__ = ["LEVELS", "PHYSICAL", "BatchedArray", "Level", "Physical", "from_tags", "tags_of"]
 
 
 @final
@@ -61,6 +61,27 @@ class Level:
 
 #: The running vmap calls of this thread / task, outermost first.
 LEVELS: Final[ContextVar[tuple[Level, ...]]] = ContextVar("customop.vmap.levels", default=())
+#: Whether vmap's own code runs now (a rule, the loop, moving batch dimensions): op
+#: calls then compute on physical arrays and pass the interpreter by.
+PHYSICAL: Final[ContextVar[bool]] = ContextVar("customop.vmap.physical", default=False)
+
+
+@final
+class Physical:
+    """``with Physical():`` runs vmap's own code: op calls inside are not batched again.
+
+    NOTE: a context variable, not ``exclude_keys(Batched)``: a local-keys block
+    costs several µs to enter (an interned key-set value under a lock), this a
+    fraction of one, and it is entered once per batched op call.
+    """
+
+    __slots__ = ("token",)
+
+    def __enter__(self) -> None:
+        self.token = PHYSICAL.set(True)
+
+    def __exit__(self, *exc: object) -> None:
+        PHYSICAL.reset(self.token)
 
 
 @final
