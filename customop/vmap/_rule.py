@@ -276,6 +276,10 @@ def register_vmap(
         >>> from customop.vmap import rule_of
         >>> rule_of(scale).fn is scale_rule
         True
+        >>> customop.vmap(scale, in_dims=(1, None), dispatcher=d)(np.ones((2, 3)), 2.0)
+        array([[2., 2.],
+               [2., 2.],
+               [2., 2.]])
     """
     # NOTE: decorator-or-call, as torch's: without fn this returns a decorator that
     # registers the function it decorates; both return the function itself.

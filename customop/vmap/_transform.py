@@ -22,7 +22,15 @@ from customop.vmap._install import install
 from customop.vmap._moves import Moves
 from customop.vmap._rule import RANDOMNESS, Randomness
 from customop.vmap._tree import Tree, broadcast, flatten, unflatten
-from customop.vmap._value import LEVELS, BatchedArray, Level, Physical, from_tags, tags_of
+from customop.vmap._value import (
+    LEVELS,
+    PHYSICAL,
+    BatchedArray,
+    Level,
+    Physical,
+    from_tags,
+    tags_of,
+)
 
 __all__ = ["vmap"]
 
@@ -126,10 +134,12 @@ class _Call:
             for leaf, dim in zip(leaves, dims, strict=True)
         ]
         token = LEVELS.set((*outer, level))
+        user = PHYSICAL.set(False)  # fn's op calls are batched, even from inside a rule
         try:
             with include_keys(DispatchKey.Batched):
                 out = self.fn(*unflatten(tree, wrapped), **kwargs)
         finally:
+            PHYSICAL.reset(user)
             LEVELS.reset(token)
         with Physical():
             return self.unbatch(out, level)

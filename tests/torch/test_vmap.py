@@ -175,7 +175,9 @@ def test_torch_compile_of_a_vmapped_function(
 ) -> None:
     softplus = _softplus(ns, dispatcher, track)
     x = torch.randn(4, 6, dtype=torch.float64)
-    compiled = torch.compile(torch.func.vmap(lambda a: softplus(a) * 2), backend="aot_eager")
+    compiled = torch.compile(
+        torch.func.vmap(lambda a: softplus(a) * 2), backend="aot_eager", fullgraph=True
+    )
     torch.testing.assert_close(compiled(x), _reference(x) * 2)
 
 
