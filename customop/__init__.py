@@ -38,6 +38,8 @@ from customop.exceptions import RegistrationError
 from customop.exceptions import SchemaError
 from customop.exceptions import SchemaParseError
 from customop.exceptions import UnknownOperatorError
+from customop.exceptions import VmapError
+from customop.exceptions import VmapFallbackWarning
 from customop.fake import FakeTensorMode
 from customop.fake import get_ctx
 from customop.fake import opcheck
@@ -60,6 +62,7 @@ from customop.library import register_autograd
 from customop.library import register_blockwise
 from customop.library import register_fake
 from customop.library import register_kernel
+from customop.library import register_vmap
 from customop.schema import FunctionSchema
 from customop.schema import MutatesArgs
 from customop.schema import parse_operator_name
@@ -95,6 +98,7 @@ from customop.tensor import new_empty
 from customop.tensor import register_backend
 from customop.trace import Graph
 from customop.trace import trace
+from customop.vmap import vmap
 
 # The Dask backend registers itself by name in customop.dispatcher (dask stays unimported).
 import customop.dask as _dask  # noqa: F401
@@ -146,6 +150,8 @@ __all__ = [  # noqa: RUF022 -- plain sorted() order, which tests/test_public_api
     "Tensor",
     "TensorOps",
     "UnknownOperatorError",
+    "VmapError",
+    "VmapFallbackWarning",
     "below",
     "bfloat16",
     "bool_",
@@ -191,11 +197,13 @@ __all__ = [  # noqa: RUF022 -- plain sorted() order, which tests/test_public_api
     "register_blockwise",
     "register_fake",
     "register_kernel",
+    "register_vmap",
     "trace",
     "uint16",
     "uint32",
     "uint64",
     "uint8",
+    "vmap",
 ]
 
 

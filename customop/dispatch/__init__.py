@@ -58,6 +58,8 @@ from customop.dispatch._local import local_state as local_state
 from customop.dispatch._operator import missing_kernel as missing_kernel
 from customop.dispatch._operator import select_kernel as select_kernel
 from customop.dispatch._operator import undefined_kernel as undefined_kernel
+from customop.dispatch._remembered import remember_handle as remember_handle
+from customop.dispatch._remembered import remembered_handle as remembered_handle
 
 __internal__ = (
     "DEFAULT_LOCAL",
@@ -72,6 +74,8 @@ __internal__ = (
     "keyset_from_bits",
     "local_state",
     "missing_kernel",
+    "remember_handle",
+    "remembered_handle",
     "run_or_defer",
     "select_kernel",
     "undefined_kernel",

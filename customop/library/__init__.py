@@ -22,6 +22,7 @@ from customop.ops import Ops
 from customop.ops import ops
 from customop.ops import OpOverload
 from customop.library._registered import handle_of
+from customop.vmap import register_vmap
 
 __all__ = [
     "CustomOpDef",
@@ -46,4 +47,5 @@ __all__ = [
     "register_blockwise",
     "register_fake",
     "register_kernel",
+    "register_vmap",
 ]

@@ -13,7 +13,8 @@ CompositeExplicitAutograd and CompositeImplicitAutograd keep their names;
 customop's fake impl becomes torch's fake (``torch.library.register_fake``),
 which also serves torch's Meta key, so a customop Meta kernel is mirrored only
 when the op has no fake; customop's autograd formula becomes
-``torch.library.register_autograd``. Mutating ops get an ADInplaceOrView
+``torch.library.register_autograd`` and its batching rule
+``torch.library.register_vmap``. Mutating ops get an ADInplaceOrView
 kernel that bumps the version counter of each mutated tensor, as torch's
 ``custom_op`` does.
 """
@@ -33,6 +34,7 @@ from customop.exceptions import RegistrationError
 from customop.schema import FunctionSchema
 from customop.torch._autograd import has_formula, register_formula
 from customop.torch._fake import fake_trampoline
+from customop.torch._vmap import has_rule, register_rule
 
 __all__ = ["BACKEND_KEYS", "TorchMirror", "mutated_positions", "torch_uniform"]
 
@@ -153,21 +155,21 @@ class TorchMirror:
             for key in _KERNEL_KEYS
             if key in registered and not (key is DispatchKey.Meta and has_fake)
         )
-        return (keys, has_fake, has_formula(self.handle))
+        return (keys, has_fake, has_formula(self.handle), has_rule(self.handle))
 
     def sync(self) -> None:
         """Make torch's kernels, fake and formula follow which ones customop has now."""
         wanted = self._wanted_now()
         if wanted == self._wanted:
             return
-        keys, has_fake, formula = wanted
+        keys, has_fake, formula, rule = wanted
         old, self._impl_lib = self._impl_lib, None
         if old is not None:
             old._destroy()
         self._wanted = None
         lib = _library.Library(self.schema.namespace, "FRAGMENT")
         try:
-            self._register(lib, keys, has_fake, formula)  # type: ignore[arg-type]
+            self._register(lib, keys, has_fake, formula, rule)  # type: ignore[arg-type]
         except BaseException:
             lib._destroy()
             raise
@@ -175,7 +177,12 @@ class TorchMirror:
         self._wanted = wanted
 
     def _register(
-        self, lib: Any, keys: tuple[DispatchKey, ...], has_fake: bool, formula: object
+        self,
+        lib: Any,
+        keys: tuple[DispatchKey, ...],
+        has_fake: bool,
+        formula: object,
+        rule: object,
     ) -> None:
         name = self.schema.name
         assert name is not None
@@ -190,6 +197,8 @@ class TorchMirror:
             )
         if formula:
             register_formula(self, lib)
+        if rule:
+            register_rule(self, lib)
         positions, names = mutated_positions(self.schema)
         if positions or names:
             self._register_version_bump(lib, impl_name, positions, names)
