@@ -51,7 +51,7 @@ def register_rule(mirror: TorchMirror, lib: Any) -> None:
                 "ambiguous. Pass randomness='different' or 'same' to torch.vmap."
             )
         # torch leaves out arguments at their defaults; customop's rules get them all.
-        dims, values, keywords = rule_arguments(handle.schema, in_dims, args, kwargs)
+        dims, values, keywords = rule_arguments(found, handle.schema, in_dims, args, kwargs)
         result = found.fn(VmapInfo(info.batch_size, info.randomness), dims, *values, **keywords)
         check_result(handle, found, result)
         return result

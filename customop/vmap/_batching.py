@@ -195,7 +195,7 @@ def check_result(op: OperatorHandle, rule: VmapRule, result: Any) -> None:
     For adapters that hand ``rule.fn``'s result to another system (torch), so a
     wrong rule is named the same way there.
     """
-    _read(plan_of(op.schema), rule, result)
+    _read(plan_of(op.schema, rule.plan), rule, result)
 
 
 def _read(plan: Plan, rule: VmapRule, result: Any) -> Outputs:

@@ -53,5 +53,5 @@ def _rules_for_autograd(dispatcher: Dispatcher, moves: Moves) -> None:
     ]
     for op, fn in rules:
         if op.extra(VMAP_RULE) is None:
-            rule = VmapRule(fn, str(op.name), _SOURCE)
+            rule = VmapRule(fn, op.schema, _SOURCE)
             dispatcher.register_extra(op, VMAP_RULE, rule, source=_SOURCE)

@@ -27,6 +27,7 @@ one differentiates them.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Final
 
 from customop.autograd import formula_of, record_inner, tape_depth, unwrap
@@ -45,6 +46,22 @@ _BELOW: Final = DispatchKeySet.full().below(DispatchKey.Batched)
 _DECOMPOSITION: Final = DispatchKeySet(DispatchKey.AutogradOther)
 _CIA: Final = DispatchKey.CompositeImplicitAutograd
 _physical: Final = PHYSICAL.get
+
+
+def _batched(value: Any) -> bool:
+    return type(value) is BatchedArray or type(unwrap(value)) is BatchedArray
+
+
+def _any_batched(values: Iterable[Any]) -> bool:
+    """Whether a batched value (or an autograd wrapper of one) is among ``values``, or in
+    a list among them: a quick look before the op's `Plan` says where its tensors are."""
+    for value in values:
+        if type(value) is list or type(value) is tuple:
+            if any(_batched(item) for item in value):
+                return True
+        elif _batched(value):
+            return True
+    return False
 
 
 def _found_levels(plan: Plan, values: list[Any]) -> tuple[dict[int, Level], bool]:
@@ -115,13 +132,17 @@ def interpret(op: OperatorHandle, keyset: DispatchKeySet, *args: Any, **kwargs: 
     """The ``Batched`` key's fallback: run ``op`` on a batch (see the module docstring)."""
     if _physical():  # vmap's own code: the arrays are physical ones
         return op.redispatch(keyset & _BELOW, *args, **kwargs)
-    plan = plan_of(op.schema)
+    active = LEVELS.get()
+    random = bool(active) and RANDOM_TAG in op.tags
+    if not random and not _any_batched(args) and not _any_batched(kwargs.values()):
+        return op.redispatch(keyset & _BELOW, *args, **kwargs)
+    rule = op.extra(VMAP_RULE)
+    plan = plan_of(op.schema, None if rule is None else rule.plan)
     values, keywords = plan.bind(args, kwargs)
     found, wrapped = _found_levels(plan, values)
-    active = LEVELS.get()
     if found:
         _check_live(plan, found, active)
-    if active and RANDOM_TAG in op.tags:
+    if random:
         for level in _random_levels(op, active):
             found[id(level)] = level
     if not found:
@@ -130,7 +151,6 @@ def interpret(op: OperatorHandle, keyset: DispatchKeySet, *args: Any, **kwargs: 
         involved = list(found.values())
     else:
         involved = sorted(found.values(), key=lambda level: level.index)
-    rule = op.extra(VMAP_RULE)
     if rule is None and _decomposes(op):
         return op.redispatch(_DECOMPOSITION, *args, **kwargs)
     depth = min(level.depth for level in involved)

@@ -1,15 +1,21 @@
-"""What the interpreter needs of an op's schema, worked out once per schema.
+"""What the interpreter needs of an op's schema, worked out once per rule.
 
 Where the tensors are (and of which kind), how to fill in defaults, which
 arguments are written, and what each return is: read per call from a
-`Plan`, never by walking the schema again.
+`Plan`. An op's `VmapRule` holds the plan of the schema it was registered
+for (op facts live on the op's entry, not in a table beside it), so a call
+batched through a rule never walks the schema; an op without a rule (the
+loop fallback, far slower than a walk) gets a plan per call.
 """
 
 from __future__ import annotations
 
-from typing import Any, Final, final
+from typing import TYPE_CHECKING, Any, Final, final
 
 from customop.schema import FunctionSchema, TensorKind, tensor_kind
+
+if TYPE_CHECKING:
+    from customop.vmap._rule import VmapRule
 
 __all__ = ["LIST_KINDS", "Plan", "plan_of", "rule_arguments"]
 
@@ -71,26 +77,28 @@ class Plan:
         return values, keywords
 
 
-_PLANS: dict[int, Plan] = {}
-_CAP: Final = 1024
+def plan_of(schema: FunctionSchema, held: Plan | None = None) -> Plan:
+    """The `Plan` of ``schema``: ``held`` when it was made for this schema object.
 
-
-def plan_of(schema: FunctionSchema) -> Plan:
-    """The `Plan` of ``schema`` (memoized by identity; schemas are immutable)."""
-    found = _PLANS.get(id(schema))
-    if found is None or found.schema is not schema:
-        if len(_PLANS) >= _CAP:
-            _PLANS.clear()  # schemas of ops long gone: start over rather than grow
-        found = _PLANS[id(schema)] = Plan(schema)
-    return found
+    An op's rule holds the plan of the schema it was registered for (made once,
+    with the rule), so the calls that batch through a rule never work it out
+    again; anything else gets a new one.
+    """
+    if held is not None and held.schema is schema:
+        return held
+    return Plan(schema)
 
 
 def rule_arguments(
-    schema: FunctionSchema, in_dims: tuple[Any, ...], args: tuple[Any, ...], kwargs: dict[str, Any]
+    rule: VmapRule,
+    schema: FunctionSchema,
+    in_dims: tuple[Any, ...],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
 ) -> tuple[tuple[Any, ...], list[Any], dict[str, Any]]:
-    """A call as customop passes it to a rule: every positional argument (defaults filled
-    in, their in_dims None) and every keyword-only one. For adapters whose system leaves
-    out arguments at their defaults (torch does)."""
-    values, keywords = plan_of(schema).bind(args, kwargs)
+    """A call of ``schema`` as customop passes it to ``rule``: every positional argument
+    (defaults filled in, their in_dims None) and every keyword-only one. For adapters
+    whose system leaves out arguments at their defaults (torch does)."""
+    values, keywords = plan_of(schema, rule.plan).bind(args, kwargs)
     dims = (*in_dims, *([None] * (len(values) - len(in_dims))))
     return dims, values, keywords

@@ -33,6 +33,7 @@ from customop.dispatch import dispatcher as default_dispatcher
 from customop.exceptions import RegistrationError
 from customop.ops import OpDefinition, operator_handle
 from customop.schema import FunctionSchema
+from customop.vmap._plan import Plan
 
 __all__ = [
     "RANDOMNESS",
@@ -73,14 +74,17 @@ class VmapRule:
         fn: ``fn(info, in_dims, *args, **kwargs) -> (outputs, out_dims)``.
         source: ``"file.py:42"`` of the registration.
         name: The op's name, ``"ns::op"`` (with ``.overload`` when it has one).
+        plan: What batching reads of the op's schema when the rule was registered
+            (where the tensors are, the defaults, the returns), worked out once.
     """
 
-    __slots__ = ("fn", "name", "source")
+    __slots__ = ("fn", "name", "plan", "source")
 
-    def __init__(self, fn: RuleFn, name: str, source: str) -> None:
+    def __init__(self, fn: RuleFn, schema: FunctionSchema, source: str) -> None:
         self.fn = fn
-        self.name = name
+        self.name = str(schema.name)
         self.source = source
+        self.plan = Plan(schema)
 
     def __repr__(self) -> str:
         return f"<VmapRule {self.name} {_fn_name(self.fn)} at {self.source}>"
@@ -220,7 +224,7 @@ def register_rule(op: object, fn: RuleFn, dispatcher: Dispatcher | None, source:
     handle = operator_handle(op, d, "register_vmap")
     api = f"{handle.name}.register_vmap" if isinstance(op, OpDefinition) else "register_vmap"
     check_rule(handle.schema, fn, api)
-    registered = _add(handle, VmapRule(fn, str(handle.name), source), api)
+    registered = _add(handle, VmapRule(fn, handle.schema, source), api)
     # A @custom_op's definition owns the rule, so a redefinition removes it.
     if isinstance(op, OpDefinition):
         registered = op.adopt(registered)
