@@ -21,7 +21,9 @@ sits above the Autograd keys, so a call reaches it first; it hands the call to
 
 `lost_gradient` lets vmap refuse a rule whose output the outer tapes cannot
 follow (plain array code on a tracked value), which would otherwise count as
-a constant and give a zero gradient.
+a constant and give a zero gradient; `check_input` refuses, naming the op
+called, an argument whose physical array plain code made from a tracked value
+before vmap's own ops (which move batch dimensions) meet it.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ from customop.tensor import FakeTensor
 if TYPE_CHECKING:
     from customop.autograd._formula import AutogradFormula
 
-__all__ = ["lost_gradient", "record_inner", "tape_depth"]
+__all__ = ["check_input", "lost_gradient", "record_inner", "tape_depth"]
 
 #: ``compute(args, kwargs)``: the call's value, given its arguments without inner wrappers.
 Compute = Callable[[tuple[Any, ...], dict[str, Any]], Any]
@@ -54,6 +56,16 @@ Compute = Callable[[tuple[Any, ...], dict[str, Any]], Any]
 def tape_depth() -> int:
     """How many tapes record now: a transform entered inside them remembers it."""
     return len(ACTIVE.get())
+
+
+def check_input(op: OperatorHandle, name: str, value: Any) -> None:
+    """Refuse, while a transform records, ``op``'s input ``name`` when plain code made it
+    from a tracked value (as `record` does): for a transform that computes the call its
+    own way, so the message names ``op`` rather than an op of its own the value meets."""
+    if isinstance(value, Tracked) and value._made is not None:
+        tapes = ACTIVE.get()
+        if tapes:
+            refuse_input(op, name, value, tapes)
 
 
 def _follows(tape: Tape, value: Any) -> bool:

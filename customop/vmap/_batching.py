@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from customop.autograd import lost_gradient
+from customop.autograd import check_input, lost_gradient
 from customop.dispatch import OperatorHandle
 from customop.exceptions import VmapError
 from customop.vmap._arith import refuse
@@ -52,6 +52,8 @@ def run_batched(
     info = VmapInfo(size, _randomness(plan, involved, op))
     if plan.mutable:
         _check_writes(plan, values, involved)
+    if depth:
+        _check_made(op, plan, values)
     physical, in_dims, logical = _physical(plan, values, involved, moves)
     if rule is None:
         outputs = loop(op, plan, physical, in_dims, keywords=keywords, info=info, moves=moves)
@@ -61,6 +63,24 @@ def run_batched(
         if depth:
             _check_followed(plan, rule, physical, outputs, depth)
     return _Outputs(plan, involved, size, moves, logical).wrap(outputs)
+
+
+def _check_made(op: OperatorHandle, plan: Plan, values: list[Any]) -> None:
+    """Refuse an argument whose physical array plain code made from a value a transform
+    around the vmap tracks: named for ``op``, before a move of vmap's own meets it."""
+    arguments = plan.schema.arguments
+    for index, kind in plan.tensors:
+        value = values[index]
+        name = arguments[index].name
+        if kind in LIST_KINDS:
+            for position, item in enumerate(value or ()):
+                check_input(op, f"{name}[{position}]", _value(item))
+        else:
+            check_input(op, name, _value(value))
+
+
+def _value(value: Any) -> Any:
+    return value.value if type(value) is BatchedArray else value
 
 
 def _arrays(values: list[Any]) -> list[Any]:
