@@ -91,7 +91,7 @@ def _define(d: Dispatcher) -> SimpleNamespace:
 
     def expand_as_backward(ctx: Any, out: Any) -> Any:
         shape = list(ctx.inputs[0].shape)
-        flat = o.reshape(out, [math.prod(shape), -1])
+        flat = o.reshape(out, [math.prod(shape), math.prod(out.shape) // math.prod(shape)])
         return o.reshape(o.sum_dim(flat, 1), shape), None
 
     expand_as.register_autograd(expand_as_backward, setup_context=keep)
@@ -104,7 +104,10 @@ def _define(d: Dispatcher) -> SimpleNamespace:
 
     @total.register_vmap
     def _(info: Any, in_dims: Any, x: Any) -> Any:
-        return o.sum_dim(o.reshape(_front(o, x, in_dims[0]), [info.batch_size, -1]), 1), 0
+        size = info.batch_size
+        return o.sum_dim(
+            o.reshape(_front(o, x, in_dims[0]), [size, math.prod(x.shape) // size]), 1
+        ), 0
 
     return SimpleNamespace(
         sin=sin, cos=cos, neg=neg, mul=mul, total=total, expand_as=expand_as, base=o
@@ -266,3 +269,13 @@ def test_a_rule_computing_with_plain_code_under_grad_names_the_rule(
     double.register_vmap(lambda info, in_dims, x: (x * 2, in_dims[0]))
     with pytest.raises(VmapError, match=r"the rule of vw::double .* computed an output from"):
         _grad(dispatcher, lambda a: o.total(_vmap(dispatcher, double)(a)))(X)
+
+
+def test_a_trace_records_the_nested_transforms(
+    dispatcher: Dispatcher, ops: SimpleNamespace
+) -> None:
+    per_example = _grad(dispatcher, lambda a: ops.total(ops.sin(a)))
+    second = _grad(dispatcher, lambda a: ops.total(_vmap(dispatcher, per_example)(a)))
+    for fn, expected in [(_vmap(dispatcher, per_example), np.cos(X)), (second, -np.sin(X))]:
+        graph = customop.trace(fn, X, dispatcher=dispatcher)
+        np.testing.assert_allclose(graph(X), expected, rtol=1e-12)
