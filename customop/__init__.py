@@ -38,6 +38,8 @@ from customop.exceptions import RegistrationError
 from customop.exceptions import SchemaError
 from customop.exceptions import SchemaParseError
 from customop.exceptions import UnknownOperatorError
+from customop.exceptions import VmapError
+from customop.exceptions import VmapFallbackWarning
 from customop.fake import FakeTensorMode
 from customop.fake import get_ctx
 from customop.fake import opcheck
@@ -61,6 +63,7 @@ from customop.library import register_blockwise
 from customop.library import register_fake
 from customop.library import register_torch_dispatch
 from customop.library import register_kernel
+from customop.library import register_vmap
 from customop.schema import FunctionSchema
 from customop.schema import MutatesArgs
 from customop.schema import parse_operator_name
@@ -96,6 +99,7 @@ from customop.tensor import new_empty
 from customop.tensor import register_backend
 from customop.trace import Graph
 from customop.trace import trace
+from customop.vmap import vmap
 
 # The Dask backend registers itself by name in customop.dispatcher (dask stays unimported).
 import customop.dask as _dask  # noqa: F401
@@ -147,6 +151,8 @@ __all__ = [  # noqa: RUF022 -- plain sorted() order, which tests/test_public_api
     "Tensor",
     "TensorOps",
     "UnknownOperatorError",
+    "VmapError",
+    "VmapFallbackWarning",
     "below",
     "bfloat16",
     "bool_",
@@ -193,11 +199,13 @@ __all__ = [  # noqa: RUF022 -- plain sorted() order, which tests/test_public_api
     "register_fake",
     "register_kernel",
     "register_torch_dispatch",
+    "register_vmap",
     "trace",
     "uint16",
     "uint32",
     "uint64",
     "uint8",
+    "vmap",
 ]
 
 

@@ -27,11 +27,13 @@ and each subclasses the builtin that a caller would catch anyway::
     │   ├── KernelReturnError           a kernel returned what its op's schema or tags rule out
     │   ├── AutogradError               a gradient that cannot be computed, or is malformed
     │   │   └── GradcheckError          gradcheck found analytic and numeric gradients differ
+    │   ├── VmapError                   a call vmap cannot batch exactly, or a wrong batching rule
     │   └── NotImplementedError
     │       └── MissingKernelError      a call whose dispatch key has no kernel
     └── Warning
         └── UserWarning
-            └── KernelOverrideWarning   a kernel registered over another for the same key
+            ├── KernelOverrideWarning   a kernel registered over another for the same key
+            └── VmapFallbackWarning     vmap batches an op without a rule by a loop (once per op)
 
 Messages follow one shape: ``<api>: <what is wrong, naming the op / argument /
 value>. <why it matters>. <how to fix it>``.
@@ -61,6 +63,8 @@ __all__ = [
     "SchemaParseError",
     "UnknownOperatorError",
     "UnsupportedError",
+    "VmapError",
+    "VmapFallbackWarning",
 ]
 
 
@@ -156,6 +160,12 @@ class GradcheckError(AutogradError):
     """`gradcheck` found analytic gradients that differ from finite differences."""
 
 
+class VmapError(RuntimeError):
+    """``customop.vmap`` cannot batch a computation exactly (plain array code on batched
+    values, a batched value leaving its vmap), or an op's batching rule returned
+    outputs that do not match its schema."""
+
+
 class MissingKernelError(NotImplementedError):
     """A call dispatched to a key that has no kernel for the operator.
 
@@ -173,6 +183,14 @@ class KernelOverrideWarning(UserWarning):
     """A kernel was registered for an operator and key that already had one.
 
     The new kernel wins until its handle is removed; the old one comes back then.
+    """
+
+
+class VmapFallbackWarning(UserWarning):
+    """``customop.vmap`` met an op without a batching rule and runs it once per example.
+
+    The result is correct but slow; ``register_vmap`` gives the op a rule.
+    Warned once per op.
     """
 
 

@@ -24,6 +24,7 @@ LAYERS: dict[str, int] = {
     "trace": 7,
     "autograd": 8,
     "dask": 8,
+    "vmap": 8,  # batching rules and customop.vmap (docs/vmap.md)
     "library": 9,
     "torch": 10,  # adapters: each imports its own system lazily, nothing below imports them
     "cpp": 10,

@@ -15,6 +15,24 @@ from customop.autograd._formula import AutogradFormula
 from customop.autograd._formula import formula_of
 from customop.autograd._formula import register_autograd
 
+# Internal API: the names sibling packages may import from this one's private
+# modules (tests/test_layers.py checks every import against this list).
+from customop.autograd._builtins import install as install
+from customop.autograd._inner import check_input as check_input
+from customop.autograd._inner import lost_gradient as lost_gradient
+from customop.autograd._inner import record_inner as record_inner
+from customop.autograd._inner import tape_depth as tape_depth
+from customop.autograd._tracked import unwrap as unwrap
+
+__internal__ = (
+    "check_input",
+    "install",
+    "lost_gradient",
+    "record_inner",
+    "tape_depth",
+    "unwrap",
+)
+
 __all__ = [
     "AutogradContext",
     "AutogradFormula",

@@ -44,7 +44,14 @@ from customop.tensor import ArrayAdapter, Device, FakeTensor, numpy_empty
 if TYPE_CHECKING:
     from customop.autograd._formula import AutogradFormula
 
-__all__ = ["FORMULA_KEY", "NUMPY_ADAPTER", "NUMPY_KEYS", "record", "record_untracked"]
+__all__ = [
+    "FORMULA_KEY",
+    "NUMPY_ADAPTER",
+    "NUMPY_KEYS",
+    "record",
+    "record_untracked",
+    "refuse_input",
+]
 
 #: The key formulas are registered on and transforms include (see `_formula`).
 FORMULA_KEY: Final = DispatchKey.AutogradOther
@@ -160,7 +167,7 @@ def _unwrapped(
         kind = type(value)
         if kind is TrackedArray or kind is Tracked:
             if value._made is not None and tapes:
-                _refuse_input(op, name, value, tapes)
+                refuse_input(op, name, value, tapes)
             generic = generic or kind is Tracked
             value = value._raw
         elif is_list and value is not None and any(isinstance(v, Tracked) for v in value):
@@ -185,7 +192,7 @@ def _check_items(op: OperatorHandle, name: str, items: Any, tapes: tuple[Tape, .
     """Refuse a derived item of a ``Tensor[]`` input; whether one is not numpy's wrapper."""
     for position, item in enumerate(items):
         if made_by(item) is not None and tapes:
-            _refuse_input(op, f"{name}[{position}]", item, tapes)
+            refuse_input(op, f"{name}[{position}]", item, tapes)
     return any(type(item) is Tracked for item in items)
 
 
@@ -199,7 +206,7 @@ def _generic(value: Any) -> bool:
 def _unwrapped_keyword(op: OperatorHandle, name: str, value: Any, tapes: tuple[Tape, ...]) -> Any:
     if isinstance(value, Tracked):
         if value._made is not None and tapes:
-            _refuse_input(op, name, value, tapes)
+            refuse_input(op, name, value, tapes)
         return value._raw
     if type(value) is list and any(isinstance(item, Tracked) for item in value):
         _check_items(op, name, value, tapes)
@@ -207,7 +214,7 @@ def _unwrapped_keyword(op: OperatorHandle, name: str, value: Any, tapes: tuple[T
     return value
 
 
-def _refuse_input(op: OperatorHandle, name: str, value: Any, tapes: tuple[Tape, ...]) -> NoReturn:
+def refuse_input(op: OperatorHandle, name: str, value: Any, tapes: tuple[Tape, ...]) -> NoReturn:
     api = tapes[-1].api
     raise AutogradError(
         f"{api}: {str(op.name)!r}: its input {name!r} was made from a value {api} tracks by "

@@ -47,7 +47,7 @@ TORCH_ONLY_FIELDS: Final = frozenset(
 CUSTOMOP_KEYS: Final = (
     "CPU", "CUDA", "PrivateUse1", "PrivateUse2", "PrivateUse3", "Meta",
     "Fake", "AutogradCPU", "AutogradCUDA", "AutogradPrivateUse1", "AutogradPrivateUse2",
-    "AutogradPrivateUse3", "AutogradMeta", "AutogradOther", "Tracer", "Python",
+    "AutogradPrivateUse3", "AutogradMeta", "AutogradOther", "Tracer", "Batched", "Python",
     "CompositeExplicitAutograd", "CompositeImplicitAutograd", "Autograd",
 )  # fmt: skip
 

@@ -59,6 +59,8 @@ from customop.dispatch._operator import missing_kernel as missing_kernel
 from customop.dispatch._operator import select_kernel as select_kernel
 from customop.dispatch._operator import is_live_kernel as is_live_kernel
 from customop.dispatch._operator import undefined_kernel as undefined_kernel
+from customop.dispatch._remembered import remember_handle as remember_handle
+from customop.dispatch._remembered import remembered_handle as remembered_handle
 
 __internal__ = (
     "DEFAULT_LOCAL",
@@ -74,6 +76,8 @@ __internal__ = (
     "keyset_from_bits",
     "local_state",
     "missing_kernel",
+    "remember_handle",
+    "remembered_handle",
     "run_or_defer",
     "select_kernel",
     "undefined_kernel",

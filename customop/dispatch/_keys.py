@@ -38,7 +38,7 @@ class DispatchKey(Enum):
 
     Backends (``CPU`` .. ``Meta``) come first, then the functionality keys
     (``Fake``, one ``Autograd<Backend>`` per backend plus ``AutogradOther``,
-    ``Tracer``, ``Python``), then the alias keys, which expand to runtime keys
+    ``Tracer``, ``Batched``, ``Python``), then the alias keys, which expand to runtime keys
     (see `expansion`) and are only used to register kernels.
     """
 
@@ -57,10 +57,11 @@ class DispatchKey(Enum):
     AutogradMeta = 12
     AutogradOther = 13
     Tracer = 14
-    Python = 15
-    CompositeExplicitAutograd = 16
-    CompositeImplicitAutograd = 17
-    Autograd = 18
+    Batched = 15
+    Python = 16
+    CompositeExplicitAutograd = 17
+    CompositeImplicitAutograd = 18
+    Autograd = 19
 
     # Members are singletons compared by identity; the identity hash is C-level, where
     # Enum's own hashes the name in Python, and tables are keyed by keys.

@@ -24,7 +24,6 @@ Kernels, in this order (``kind``):
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from typing import Any, Final, Literal, NamedTuple, TypeAlias, final
 
@@ -33,6 +32,7 @@ from customop.dispatch import DispatchKey, DispatchKeySet, OperatorHandle
 from customop.jax._api import Primitive
 from customop.jax._layout import OutLayout
 from customop.schema import BaseType
+from customop.vmap import VmapInfo, rule_of
 
 __all__ = [
     "CPU_KEYS",
@@ -44,7 +44,6 @@ __all__ = [
     "VmapRule",
     "describe_kind",
     "kernel_kind",
-    "vmap_api",
     "vmap_rule",
 ]
 
@@ -107,22 +106,18 @@ class VmapRule(NamedTuple):
     info: Callable[[int], Any]
 
 
-def vmap_api() -> Any:
-    """``customop.vmap`` (batching rules, built in parallel), or None while it is absent."""
-    try:
-        return importlib.import_module("customop.vmap")
-    except ImportError:
-        return None
-
-
 def vmap_rule(handle: OperatorHandle) -> VmapRule | None:
-    """The op's batching rule (``register_vmap``), or None: the one place that reads it."""
-    api = vmap_api()
-    rule = None if api is None else api.rule_of(handle)
+    """The op's batching rule (``register_vmap``, through ``customop.vmap.rule_of``), or
+    None: the one place that reads it."""
+    rule = rule_of(handle)
     if rule is None:
         return None
     # JAX has no implicit randomness for a rule to share or split: torch's default.
-    return VmapRule(rule.fn, lambda size: api.VmapInfo(batch_size=size, randomness="error"))
+    return VmapRule(rule.fn, _info)
+
+
+def _info(size: int) -> VmapInfo:
+    return VmapInfo(batch_size=size, randomness="error")
 
 
 def _fixed_layout(handle: OperatorHandle) -> OutLayout | None:

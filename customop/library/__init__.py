@@ -23,6 +23,7 @@ from customop.ops import ops
 from customop.ops import OpOverload
 from customop.library._registered import handle_of
 from customop.library._torch_dispatch import register_torch_dispatch
+from customop.vmap import register_vmap
 
 # Internal API: the names sibling packages may import from this one's private
 # modules (tests/test_layers.py checks every import against this list).
@@ -54,4 +55,5 @@ __all__ = [
     "register_fake",
     "register_kernel",
     "register_torch_dispatch",
+    "register_vmap",
 ]

@@ -56,6 +56,7 @@ from customop.schema import (
     parse_operator_name,
     parse_schema,
 )
+from customop.vmap import register_rule as register_batching_rule
 
 if TYPE_CHECKING:
     from customop.library._options import CustomOpOptions
@@ -66,6 +67,8 @@ __all__ = ["CustomOpDef", "custom_op", "live_definition"]
 P = ParamSpec("P")
 R = TypeVar("R")
 Outputs = TypeVar("Outputs", bound=tuple[Any, ...])  # an op with several outputs
+#: A batching rule: ``fn(info, in_dims, *args, **kwargs)``.
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class CustomOpDef(OpDefinition, Generic[P, R]):
@@ -367,6 +370,37 @@ class CustomOpDef(OpDefinition, Generic[P, R]):
         """
         self._guard()
         return kernel_enabled(self, device_type, enabled)
+
+    @overload
+    def register_vmap(self, fn: None = None) -> Callable[[F], F]: ...
+
+    @overload
+    def register_vmap(self, fn: F) -> F: ...
+
+    def register_vmap(self, fn: F | None = None) -> F | Callable[[F], F]:
+        """Register the op's batching rule (torch's ``register_vmap``); see `register_vmap`.
+
+        Returns ``fn``, as torch does; ``customop.handle_of(fn)`` is the handle.
+
+        Args:
+            fn: ``fn(info, in_dims, *args, **kwargs) -> (outputs, out_dims)``; its
+                parameters are checked against the op's schema now.
+
+        Returns:
+            ``fn`` itself (or, without ``fn``, a decorator that registers the
+            function it decorates and returns it). Redefining the op removes it.
+
+        Raises:
+            RegistrationError: ``fn`` cannot take the op's arguments, or the op
+                already has a rule.
+        """
+        self._guard()
+        source = caller_source()
+
+        def register(rule: F) -> F:
+            return register_batching_rule(self, rule, None, source)  # type: ignore[no-any-return]
+
+        return register if fn is None else register(fn)
 
     def register_dispatch_mode(self, mode: type, fn: Callable[..., Any]) -> RegistrationHandle:
         """Run ``fn(mode, op, types, args, kwargs)`` for this op while a ``mode`` is active.

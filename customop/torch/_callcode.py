@@ -12,7 +12,8 @@ function generated for the op's schema (shown in tracebacks as
    own local keys are the default ones, every tensor is exactly
    ``torch.Tensor`` and on the cpu (or the op has one kernel for every
    backend a torch tensor can be on: `torch_uniform`), no torch dispatch or
-   function mode is active, and no tensor needs grad (or grad mode is off).
+   function mode is active, no ``torch.func`` transform runs (its wrapper
+   tensors have no storage), and no tensor needs grad (or grad mode is off).
    Then the op's customop kernel runs directly, and mutated tensors get
    their version counter bumped. Each check is a C call or a tensor
    attribute (30-75 ns here; most of torch's run its error handler, about
@@ -108,6 +109,10 @@ _EMPTY: Final[list[Any]] = [object()]  # matches no local-keys value: first call
 _KIND: Final = "torch"  # tracebacks show <customop torch ns::op>
 _dynamo: Final = torch.compiler.is_dynamo_compiling
 _dispatch_modes: Final = _C._len_torch_dispatch_stack
+#: Whether torch.func transforms (vmap, grad, ...) run: their wrapper tensors have no
+#: storage for a kernel to read, so calls go through torch.ops then (issue #24).
+_functorch: Final = _C._are_functorch_transforms_active
+_wrapped: Final = _C._functorch.is_functorch_wrapped_tensor
 _function_modes: Final = _C._is_torch_function_mode_enabled
 _grad_enabled: Final = _C.is_grad_enabled
 _bump: Final = _C._increment_version
@@ -174,6 +179,7 @@ class TorchCall:
             "_co_count": countOf,
             "_co_len": len,
             "_co_dstack": _dispatch_modes,
+            "_co_functorch": _functorch,
             "_co_fmode": _function_modes,
             "_co_htf": _C._has_torch_function_unary,
             "_co_grad": _grad_enabled,
@@ -261,6 +267,7 @@ class TorchCall:
         # With list arguments only, ask directly.
         asks = [f"not _co_htf({direct[0]})" if direct else "not _co_fmode()"]
         asks.append("not _co_dstack()")
+        asks.append("not _co_functorch()")
         asks.append(f"(not ({' or '.join(grads)}) or not _co_grad())")
         # The kernel of a cached entry is the cpu one; it serves every device when
         # customop's table has one kernel for all backends (the entry's `uniform`).
@@ -409,7 +416,9 @@ class TorchCall:
     def _eager_ok(tensors: list[Any]) -> bool:
         if not all(type(t) in _PLAIN for t in tensors):
             return False
-        if _dispatch_modes() or _function_modes():
+        if _dispatch_modes() or _function_modes() or _functorch():
+            return False
+        if any(_wrapped(t) for t in tensors):  # a wrapper that left its transform
             return False
         return not (_grad_enabled() and any(t.requires_grad for t in tensors))
 

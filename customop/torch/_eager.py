@@ -92,6 +92,15 @@ class KernelLibrary:
         """Register a user's rule (never emptied: it is the user's function)."""
         _library.register_torch_dispatch(qualname, cls, rule, lib=self._lib)
 
+    def register_vmap(self, qualname: str, rule: Callable[..., Any]) -> None:
+        """Register the mirror's trampoline to a batching rule.
+
+        Not marked `eager_only`: it only forwards to the user's rule, and torch
+        treats it as any ``register_vmap`` rule (its cells are emptied by `destroy`).
+        """
+        self._kept.append(rule)
+        _library.register_vmap(qualname, rule, lib=self._lib)
+
     def _keep(self, fn: F) -> F:
         self._kept.append(fn)
         return fn if isinstance(fn, Trampoline) else eager_only(fn)

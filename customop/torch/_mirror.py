@@ -13,7 +13,8 @@ CompositeExplicitAutograd and CompositeImplicitAutograd keep their names;
 customop's fake impl becomes torch's fake (``torch.library.register_fake``),
 which also serves torch's Meta key, so a customop Meta kernel is mirrored only
 when the op has no fake; customop's autograd formula becomes
-``torch.library.register_autograd``. Mutating ops get an ADInplaceOrView
+``torch.library.register_autograd`` and its batching rule
+``torch.library.register_vmap``. Mutating ops get an ADInplaceOrView
 kernel that bumps the version counter of each mutated tensor, as torch's
 ``custom_op`` does.
 """
@@ -41,6 +42,7 @@ from customop.torch._autograd import (
 from customop.torch._eager import KernelLibrary, Trampoline
 from customop.torch._fake import fake_trampoline
 from customop.torch._gate import Gate
+from customop.torch._vmap import has_rule, register_rule
 
 __all__ = ["BACKEND_KEYS", "TorchMirror", "mutated_positions", "torch_uniform"]
 
@@ -146,6 +148,7 @@ class _Wanted(NamedTuple):
     fake: bool
     formula: bool  # torch's autograd kernel: a formula, or a @custom_op's
     rules: tuple[tuple[type, Callable[..., Any]], ...]  # torch dispatch rules
+    vmap: bool  # a customop batching rule, as torch's vmap rule
 
 
 class TorchMirror:
@@ -204,6 +207,7 @@ class TorchMirror:
             has_fake,
             defined or has_formula(self.handle),
             tuple(rules.items()) if rules else (),
+            has_rule(self.handle),
         )
 
     def sync(self) -> None:
@@ -256,6 +260,8 @@ class TorchMirror:
             lib.register_fake(self._qualified, fake_trampoline(self.handle))
         if wanted.formula:
             register_formula(self.handle, self.torch_op, lib, impl_name)
+        if wanted.vmap:
+            register_rule(self.handle, lib)
         for cls, rule in wanted.rules if rules else ():  # register_torch_dispatch rules
             lib.register_torch_dispatch(self._qualified, cls, rule)
         positions, names = mutated_positions(self.schema)

@@ -85,7 +85,7 @@ CASES = [
             f"3: {ADD}: dispatch key 'Quux' is unknown. A kernel under an unknown key would never "
             "run. customop's keys are CPU, CUDA, PrivateUse1, PrivateUse2, PrivateUse3, Meta, "
             "Fake, AutogradCPU, AutogradCUDA, AutogradPrivateUse1, AutogradPrivateUse2, "
-            "AutogradPrivateUse3, AutogradMeta, AutogradOther, Tracer, Python, "
+            "AutogradPrivateUse3, AutogradMeta, AutogradOther, Tracer, Batched, Python, "
             "CompositeExplicitAutograd, CompositeImplicitAutograd, Autograd."
         ],
     ),

@@ -67,6 +67,7 @@ def test_dump_table(dispatcher: Dispatcher, add: dict[str, str]) -> None:
         f"AutogradMeta:        {math}\n"
         f"AutogradOther:       {math}\n"
         "Tracer:              (no kernel) [missing]\n"
+        "Batched:             (no kernel) [missing]\n"
         "Python:              (no kernel) [missing]\n"
     )
     assert dispatcher.dump_table("t::add", kernels_only=True).count("\n") == 13

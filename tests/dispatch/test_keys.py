@@ -21,7 +21,7 @@ def test_keys_are_in_priority_order() -> None:
         "Fake",
         "AutogradCPU", "AutogradCUDA", "AutogradPrivateUse1", "AutogradPrivateUse2",
         "AutogradPrivateUse3", "AutogradMeta", "AutogradOther",
-        "Tracer", "Python",
+        "Tracer", "Batched", "Python",
         "CompositeExplicitAutograd", "CompositeImplicitAutograd", "Autograd",
     ]  # fmt: skip
     assert [key.value for key in DispatchKey] == list(range(len(DispatchKey)))
@@ -92,7 +92,7 @@ def test_set_algebra() -> None:
     assert (cpu - K.AutogradCPU) == DispatchKeySet(K.CPU)
     assert (cpu ^ DispatchKeySet(K.CPU, K.CUDA)) == DispatchKeySet(K.CUDA, K.AutogradCPU)
     assert ~DispatchKeySet.full() == DispatchKeySet()
-    assert len(~cpu) == 14
+    assert len(~cpu) == 15
     assert DispatchKeySet(K.CPU) <= cpu and cpu >= DispatchKeySet(K.CPU)
     assert not cpu <= cuda
 
@@ -176,13 +176,13 @@ def test_sets_are_immutable_hashable_and_picklable() -> None:
     assert keys.bits == 1 and int(bool(keys)) == 1
 
 
-@pytest.mark.parametrize("bits", [-1, 1 << 16, "3"], ids=["negative", "too-big", "str"])
+@pytest.mark.parametrize("bits", [-1, 1 << 17, "3"], ids=["negative", "too-big", "str"])
 def test_from_bits_validates(bits: object) -> None:
     with pytest.raises(DispatchKeyError) as caught:
         DispatchKeySet.from_bits(bits)  # type: ignore[arg-type]
     assert str(caught.value) == (
         f"DispatchKeySet.from_bits: {bits!r} is not a key-set bit pattern. Bit i stands for "
-        "the runtime key of value i, and there are 16 runtime keys. Pass an int from 0 to 65535."
+        "the runtime key of value i, and there are 17 runtime keys. Pass an int from 0 to 131071."
     )
 
 

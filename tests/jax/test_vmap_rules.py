@@ -1,62 +1,55 @@
-"""vmap with batching rules: the rule is the primitive's batch rule; without one, lax.map.
+"""vmap with batching rules: an op's ``register_vmap`` rule is the primitive's batch rule.
 
-customop's batching rules (``register_vmap``, ``customop.vmap``) are being
-built on another branch. customop.jax reads a rule through one function,
-``customop.jax._plan.vmap_api``, whose documented contract is
-``rule_of(op) -> rule | None`` (``rule.fn(info, in_dims, *args, **kwargs) ->
-(outputs, out_dims)``, torch's signature) and ``VmapInfo(batch_size,
-randomness)``. The tests here give that function a registry with exactly that
-contract (`_Rules`), so the rule path runs now; `test_register_vmap_rules`
-runs the same checks through ``customop.vmap`` itself once it exists.
+The rules here are registered with customop's own ``register_vmap`` (a rule is
+the op's ``customop.vmap`` extra), and customop.jax reads them through
+``customop.vmap.rule_of`` when ``jax.vmap`` batches the primitive: the rule is
+called with torch's arguments (``VmapInfo``, ``in_dims``, the batched arrays).
+Without one, the op maps sequentially (``lax.map``) and says so once. The same
+registered rules batch ``customop.vmap`` on numpy arrays.
 """
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Callable, Iterator
 from types import SimpleNamespace
-from typing import Any, NamedTuple
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from customop.jax import _plan
+import customop
+from customop.dispatch import Dispatcher
+from customop.vmap import VmapInfo, rule_of
 from tests.jax import ops as kernels
 
 
-class _Info(NamedTuple):
-    batch_size: int
-    randomness: str
+def _counted(name: str, fn: Callable[..., Any], calls: list[str]) -> Callable[..., Any]:
+    """``fn``, noting each call in ``calls`` (its signature kept, for register_vmap's check)."""
 
+    @functools.wraps(fn)
+    def rule(*args: Any, **kwargs: Any) -> Any:
+        calls.append(name)
+        return fn(*args, **kwargs)
 
-class _Rules:
-    """``customop.vmap``'s contract as customop.jax reads it: rules by op name."""
-
-    VmapInfo = _Info
-
-    def __init__(self) -> None:
-        self.rules: dict[str, Callable[..., Any]] = {}
-        self.calls: list[str] = []
-
-    def rule_of(self, op: Any) -> Any:
-        fn = self.rules.get(str(op.name))
-        return None if fn is None else SimpleNamespace(fn=self._counted(str(op.name), fn))
-
-    def _counted(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-        def rule(*args: Any, **kwargs: Any) -> Any:
-            self.calls.append(name)
-            return fn(*args, **kwargs)
-
-        return rule
+    return rule
 
 
 @pytest.fixture
-def rules(monkeypatch: pytest.MonkeyPatch) -> _Rules:
-    registry = _Rules()
-    monkeypatch.setattr(_plan, "vmap_api", lambda: registry)
-    return registry
+def calls(dispatcher: Dispatcher, ops: SimpleNamespace) -> Iterator[list[str]]:
+    """The names of the ops whose rule ran, the rules of `_rule_set` registered."""
+    found: list[str] = []
+    handles = [
+        customop.handle_of(
+            customop.register_vmap(name, _counted(name, fn, found), dispatcher=dispatcher)
+        )
+        for name, fn in _rule_set(ops).items()
+    ]
+    yield found
+    customop.RegistrationHandle.group(handles).remove()
 
 
 def _front(ops: SimpleNamespace, x: Any, dim: int | None, size: int) -> Any:
@@ -76,7 +69,7 @@ def _rule_set(ops: SimpleNamespace) -> dict[str, Callable[..., Any]]:
     """Rules written with customop ops, as torch's are written with torch ops."""
 
     def elementwise(op: Any, outputs: int = 1) -> Callable[..., Any]:
-        def rule(info: _Info, in_dims: tuple[Any, ...], *args: Any, **kwargs: Any) -> Any:
+        def rule(info: VmapInfo, in_dims: tuple[Any, ...], *args: Any, **kwargs: Any) -> Any:
             tensors = [
                 _front(ops, a, d, info.batch_size) if hasattr(a, "shape") else a
                 for a, d in zip(args, in_dims, strict=True)
@@ -85,12 +78,14 @@ def _rule_set(ops: SimpleNamespace) -> dict[str, Callable[..., Any]]:
 
         return rule
 
-    def softmax(info: _Info, in_dims: tuple[Any, ...], x: Any, dim: int) -> Any:
+    def softmax(info: VmapInfo, in_dims: tuple[Any, ...], x: Any, dim: int) -> Any:
         (bdim, _) = in_dims
         x = _front(ops, x, bdim, info.batch_size)
         return ops.softmax(x, _physical(dim, x.ndim - 1)), 0
 
-    def softmax_backward(info: _Info, in_dims: tuple[Any, ...], g: Any, out: Any, dim: int) -> Any:
+    def softmax_backward(
+        info: VmapInfo, in_dims: tuple[Any, ...], g: Any, out: Any, dim: int
+    ) -> Any:
         g = _front(ops, g, in_dims[0], info.batch_size)
         out = _front(ops, out, in_dims[1], info.batch_size)
         return ops.softmax_backward(g, out, _physical(dim, out.ndim - 1)), 0
@@ -151,31 +146,47 @@ def _check(ops: SimpleNamespace, name: str, axes: Any) -> None:
 
 @pytest.mark.parametrize(("name", "axes"), list(_cases()))
 def test_vmap_and_vmap_of_grad_use_the_rules(
-    ops: SimpleNamespace, rules: _Rules, name: str, axes: Any
+    ops: SimpleNamespace, calls: list[str], name: str, axes: Any
 ) -> None:
-    rules.rules.update(_rule_set(ops))
     _check(ops, name, axes)  # filterwarnings=error: no sequential fallback warned
-    assert f"jt::{name}" in rules.calls
-    assert f"jt::{name}_backward" in rules.calls  # the backward op's rule batched the grad
+    assert f"jt::{name}" in calls
+    assert f"jt::{name}_backward" in calls  # the backward op's rule batched the grad
 
 
-def test_rules_get_torchs_arguments(ops: SimpleNamespace, rules: _Rules) -> None:
+def test_the_primitive_calls_the_registered_rule(
+    dispatcher: Dispatcher, ops: SimpleNamespace
+) -> None:
+    found: list[str] = []
+    registered = customop.register_vmap(
+        ops.gelu, _counted("jt::gelu", _rule_set(ops)["jt::gelu"], found), dispatcher=dispatcher
+    )
+    rule = rule_of(ops.gelu)
+    assert rule is not None
+    assert rule.fn is registered
+    jax.vmap(lambda x: ops.gelu(x, approximate="tanh"))(jnp.ones((3, 4)))
+    assert found == ["jt::gelu"]
+
+
+def test_rules_get_torchs_arguments(dispatcher: Dispatcher, ops: SimpleNamespace) -> None:
     seen: list[Any] = []
 
-    def rule(info: _Info, in_dims: tuple[Any, ...], x: Any, dim: int) -> Any:
+    def rule(info: VmapInfo, in_dims: tuple[Any, ...], x: Any, dim: int) -> Any:
         seen.append((info, in_dims, x.shape, dim))
         return ops.softmax(x, _physical(dim, x.ndim - 1) if in_dims[0] == 0 else dim), in_dims[0]
 
-    rules.rules["jt::softmax"] = rule
+    customop.register_vmap(ops.softmax, rule, dispatcher=dispatcher)
     x = jnp.ones((5, 4, 6))
     jax.vmap(lambda x: ops.softmax(x, -1))(x)
-    assert seen == [(_Info(5, "error"), (0, None), (5, 4, 6), -1)]
+    assert seen == [(VmapInfo(5, "error"), (0, None), (5, 4, 6), -1)]
+    assert isinstance(seen[0][0], VmapInfo)
 
 
 def test_an_out_dims_that_does_not_fit_the_fake_is_refused(
-    ops: SimpleNamespace, rules: _Rules
+    dispatcher: Dispatcher, ops: SimpleNamespace
 ) -> None:
-    rules.rules["jt::gelu"] = lambda info, in_dims, x, **kw: (ops.gelu(x, **kw), 1)
+    customop.register_vmap(
+        ops.gelu, lambda info, in_dims, x, **kw: (ops.gelu(x, **kw), 1), dispatcher=dispatcher
+    )
     with pytest.raises(ValueError, match=r"jt::gelu on JAX arrays: the vmap rule returned shape"):
         jax.vmap(lambda x: ops.gelu(x, approximate="none"))(jnp.ones((3, 4)))
 
@@ -199,11 +210,44 @@ def test_without_a_rule_each_op_maps_sequentially_and_warns_once(ops: SimpleName
     assert "scan" in jaxpr  # lax.map: one primitive call per element, in a loop
 
 
-def test_register_vmap_rules(dispatcher: Any, ops: SimpleNamespace) -> None:
-    """The same rules through customop.vmap itself (skipped until it lands here)."""
-    vmap = pytest.importorskip("customop.vmap")
-    for name, fn in _rule_set(ops).items():
-        vmap.register_vmap(name, fn, dispatcher=dispatcher)
-    for name in CASES:
-        for axes in AXES[name]:
-            _check(ops, name, axes)
+def test_a_rule_registered_or_removed_later_is_seen_by_the_next_trace(
+    dispatcher: Dispatcher, ops: SimpleNamespace
+) -> None:
+    """The op's plan follows its rule; a function JAX traced before keeps its trace."""
+    x = jnp.arange(12.0).reshape(3, 4)
+
+    def jaxpr() -> str:  # a new function each time: traced anew
+        return str(jax.make_jaxpr(jax.vmap(lambda x: ops.softmax(x, -1)))(x))
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert "scan" in jaxpr()  # no rule yet: a sequential map
+    assert len(caught) == 1
+    found: list[str] = []
+    rule = _counted("jt::softmax", _rule_set(ops)["jt::softmax"], found)
+    handle = customop.handle_of(customop.register_vmap(ops.softmax, rule, dispatcher=dispatcher))
+    assert "scan" not in jaxpr()  # the rule: one call on the batch
+    assert found == ["jt::softmax"]
+    got = jax.vmap(lambda x: ops.softmax(x, -1))(x)
+    np.testing.assert_allclose(got, kernels.softmax(jnp, x, -1), rtol=1e-6)
+    handle.remove()
+    assert "scan" in jaxpr()  # sequential again (it warned once per op already)
+    assert found == ["jt::softmax", "jt::softmax"]
+
+
+@pytest.mark.parametrize(("name", "axes"), list(_cases()))
+def test_the_same_rules_batch_customop_vmap(
+    dispatcher: Dispatcher, ops: SimpleNamespace, calls: list[str], name: str, axes: Any
+) -> None:
+    call, _ = CASES[name]
+    inputs = [np.asarray(x, np.float64) for x in _inputs(name, axes)]
+    got = customop.vmap(lambda *a: call(ops, *a), axes, dispatcher=dispatcher)(*inputs)
+    per_input = axes if isinstance(axes, tuple) else (axes,)
+    size = next(x.shape[d] for x, d in zip(inputs, per_input, strict=True) if d is not None)
+    examples = [
+        [x if d is None else np.take(x, i, axis=d) for x, d in zip(inputs, per_input, strict=True)]
+        for i in range(size)
+    ]
+    expected = np.stack([call(ops, *example) for example in examples])
+    np.testing.assert_allclose(got, expected, rtol=1e-12)  # filterwarnings=error: no loop
+    assert calls == [f"jt::{name}"]
