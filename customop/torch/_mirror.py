@@ -166,6 +166,8 @@ class TorchMirror:
         self._def_lib: Any = _library.Library(schema.namespace, "FRAGMENT")
         self._impl_lib: KernelLibrary | None = None
         self._wanted: _Wanted | None = None
+        #: Once a @custom_op, always one while this def lives (see `_wanted_now`).
+        self._custom_op = False
         text = str(schema).split("::", 1)[1]
         tags = tuple(t for t in map(_tag, handle.tags) if t is not None)
         try:
@@ -199,7 +201,13 @@ class TorchMirror:
         autograd = tuple(k for k in AUTOGRAD_KEYS if everywhere or k in registered)
         # torch's custom_op gives every op an autograd kernel: backward through
         # one without a formula raises torch's "no autograd formula" error.
-        defined = definition_of(self.handle, self.handle.dispatcher) is not None
+        # Sticky: a redefinition closes the old @custom_op's registrations one by
+        # one, its definition record before its kernels, and calls in other threads
+        # must never meet its kernel without an autograd kernel (torch would then
+        # run backward through its not-implemented fallback: gradients silently lost).
+        if not self._custom_op:
+            self._custom_op = definition_of(self.handle, self.handle.dispatcher) is not None
+        defined = self._custom_op
         rules = self.handle.extra(TORCH_DISPATCH)
         return _Wanted(
             keys,

@@ -201,3 +201,45 @@ def test_autograd_key_kernels_keep_running_once_bridged(
         x = torch.ones(2, requires_grad=True)
         call(x).sum().backward()
         assert torch.equal(x.grad, torch.full((2,), 3.0))
+
+
+@pytest.mark.parametrize("kernel", ["cpu", "default"], ids=str)
+def test_a_redefinition_never_leaves_torch_a_kernel_without_autograd(
+    ns: str, track: list[Any], monkeypatch: pytest.MonkeyPatch, kernel: str
+) -> None:
+    # The old @custom_op's registrations go one by one (its definition record
+    # before its kernels); at no step may torch hold its kernel without an
+    # autograd kernel, or a call in another thread would backprop through torch's
+    # not-implemented fallback and lose its gradient without an error.
+    from customop.torch import _mirror
+
+    steps: list[Any] = []
+    register = _mirror.TorchMirror._register
+
+    def recording(self: Any, lib: Any, wanted: Any, **kwargs: Any) -> None:
+        steps.append(wanted)
+        register(self, lib, wanted, **kwargs)
+
+    monkeypatch.setattr(_mirror.TorchMirror, "_register", recording)
+
+    def define(factor: float) -> Any:
+        op = customop.custom_op(
+            f"{ns}::f",
+            lambda x: x.detach() * factor,
+            mutates_args=(),
+            schema="(Tensor x) -> Tensor",
+            device_types="cpu" if kernel == "cpu" else None,
+        )
+        op.register_autograd(lambda ctx, g: g * factor)
+        track.append(op)
+        return op
+
+    define(2.0)
+    track.append(customop.torch.register(ns))
+    steps.clear()
+    new = define(3.0)
+    assert steps, "the redefinition reached torch"
+    assert all(step.formula for step in steps if step.keys), steps
+    x = torch.ones(2, requires_grad=True)
+    (grad,) = torch.autograd.grad(new(x).sum(), x)
+    assert torch.equal(grad, torch.full((2,), 3.0))

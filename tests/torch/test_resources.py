@@ -101,8 +101,12 @@ def worker():
     while not stop:
         op = current[0]
         try:
-            op(x).sum().backward()
+            y = op(x)
+            (grad,) = torch.autograd.grad(y.sum(), x)
             calls[0] += 1
+            # One generation's body and formula, never a gradient lost or mixed.
+            if not (torch.equal(grad, y.detach()) and float(y[0].detach()) in (2.0, 3.0)):
+                errors.append(f"forward {{y.tolist()}}, gradient {{grad.tolist()}}")
         except customop.RegistrationError as error:  # a replaced object says so
             if not any(word in str(error) for word in ("replaced", "redefined")):
                 errors.append(repr(error)[:150])
