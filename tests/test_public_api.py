@@ -281,6 +281,7 @@ PUBLIC = {
     "customop.vmap": [
         "BatchedArray",
         "Randomness",
+        "TypedRule",
         "VMAP_RULE",
         "VmapInfo",
         "VmapRule",

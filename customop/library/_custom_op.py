@@ -56,6 +56,7 @@ from customop.schema import (
     parse_operator_name,
     parse_schema,
 )
+from customop.vmap import TypedRule
 from customop.vmap import register_rule as register_batching_rule
 
 if TYPE_CHECKING:
@@ -372,12 +373,14 @@ class CustomOpDef(OpDefinition, Generic[P, R]):
         return kernel_enabled(self, device_type, enabled)
 
     @overload
-    def register_vmap(self, fn: None = None) -> Callable[[F], F]: ...
+    def register_vmap(self, fn: None = None) -> Callable[[TypedRule[P]], TypedRule[P]]: ...
 
     @overload
-    def register_vmap(self, fn: F) -> F: ...
+    def register_vmap(self, fn: TypedRule[P]) -> TypedRule[P]: ...
 
-    def register_vmap(self, fn: F | None = None) -> F | Callable[[F], F]:
+    def register_vmap(
+        self, fn: TypedRule[P] | None = None
+    ) -> TypedRule[P] | Callable[[TypedRule[P]], TypedRule[P]]:
         """Register the op's batching rule (torch's ``register_vmap``); see `register_vmap`.
 
         Returns ``fn``, as torch does; ``customop.handle_of(fn)`` is the handle.
@@ -397,7 +400,7 @@ class CustomOpDef(OpDefinition, Generic[P, R]):
         self._guard()
         source = caller_source()
 
-        def register(rule: F) -> F:
+        def register(rule: TypedRule[P]) -> TypedRule[P]:
             return register_batching_rule(self, rule, None, source)  # type: ignore[no-any-return]
 
         return register if fn is None else register(fn)

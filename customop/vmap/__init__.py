@@ -8,6 +8,7 @@ and JAX. See ``docs/vmap.md``.
 
 from customop.vmap._rule import VMAP_RULE
 from customop.vmap._rule import Randomness
+from customop.vmap._rule import TypedRule
 from customop.vmap._rule import VmapInfo
 from customop.vmap._rule import VmapRule
 from customop.vmap._rule import register_vmap
@@ -27,6 +28,7 @@ __internal__ = ("RANDOM_TAG", "check_result", "register_rule", "rule_arguments")
 __all__ = [  # noqa: RUF022 -- plain sorted() order, which tests/test_public_api.py checks
     "BatchedArray",
     "Randomness",
+    "TypedRule",
     "VMAP_RULE",
     "VmapInfo",
     "VmapRule",

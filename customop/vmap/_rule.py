@@ -19,7 +19,19 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import Any, Final, Literal, NamedTuple, NoReturn, TypeAlias, final, overload
+from typing import (
+    Any,
+    Concatenate,
+    Final,
+    Literal,
+    NamedTuple,
+    NoReturn,
+    ParamSpec,
+    TypeAlias,
+    TypeVar,
+    final,
+    overload,
+)
 
 from customop.dispatch import (
     Dispatcher,
@@ -40,6 +52,7 @@ __all__ = [
     "VMAP_RULE",
     "Randomness",
     "RuleFn",
+    "TypedRule",
     "VmapInfo",
     "VmapRule",
     "register_vmap",
@@ -64,6 +77,13 @@ class VmapInfo(NamedTuple):
 
     batch_size: int
     randomness: Randomness
+
+
+P = ParamSpec("P")
+F = TypeVar("F", bound=RuleFn)
+#: A rule for an op whose parameters are ``P``: ``fn(info, in_dims, *args, **kwargs)``,
+#: returning ``(outputs, out_dims)``; mypy checks it against the op's signature.
+TypedRule: TypeAlias = Callable[Concatenate[VmapInfo, Any, P], tuple[Any, Any]]
 
 
 @final
@@ -231,14 +251,28 @@ def register_rule(op: object, fn: RuleFn, dispatcher: Dispatcher | None, source:
     return remember_handle(fn, registered)
 
 
+# NOTE: an op with a Python signature (a @custom_op, typed by its ParamSpec) has
+# its rule checked by mypy too; a name, or an op of a Library, is checked at run time only.
 @overload
 def register_vmap(
-    op: object, fn: None = None, /, *, dispatcher: Dispatcher | None = None
-) -> Callable[[RuleFn], RuleFn]: ...
+    op: Callable[P, Any], fn: None = None, /, *, dispatcher: Dispatcher | None = None
+) -> Callable[[TypedRule[P]], TypedRule[P]]: ...
 
 
 @overload
-def register_vmap(op: object, fn: RuleFn, /, *, dispatcher: Dispatcher | None = None) -> RuleFn: ...
+def register_vmap(
+    op: Callable[P, Any], fn: TypedRule[P], /, *, dispatcher: Dispatcher | None = None
+) -> TypedRule[P]: ...
+
+
+@overload
+def register_vmap(
+    op: str, fn: None = None, /, *, dispatcher: Dispatcher | None = None
+) -> Callable[[F], F]: ...
+
+
+@overload
+def register_vmap(op: str, fn: F, /, *, dispatcher: Dispatcher | None = None) -> F: ...
 
 
 def register_vmap(

@@ -13,6 +13,7 @@ from typing_extensions import reveal_type
 from customop.fake import FakeTensorMode
 from customop.library import custom_op, register_fake, register_kernel
 from customop.tensor import AnyTensor, FakeTensor, ShapeEnv, empty, empty_like, new_empty
+from customop.vmap import VmapInfo, register_vmap
 
 Array: TypeAlias = "np.ndarray[Any, Any]"
 array: Array = np.zeros(3)
@@ -105,6 +106,53 @@ def split(x: Array) -> tuple[Array, Array]:
 
 
 split.register_autograd(lambda ctx, ga, gb: ga + gb)
+
+
+# -- register_vmap: the rule takes (info, in_dims) then the op's parameters -----------------
+
+
+def rule_ok(info: VmapInfo, in_dims: tuple[int | None, ...], x: Array, factor: float) -> tuple[Array, int]:
+    return x * factor, 0
+
+
+def rule_missing(info: VmapInfo, in_dims: tuple[int | None, ...], x: Array) -> tuple[Array, int]:
+    return x, 0
+
+
+def rule_mistyped(info: VmapInfo, in_dims: Any, x: Array, factor: str) -> tuple[Array, int]:
+    return x, 0
+
+
+def rule_no_dims(info: VmapInfo, in_dims: Any, x: Array, factor: float) -> Array:
+    return x
+
+
+def rule_torch_info(info: int, in_dims: Any, x: Array, factor: float) -> tuple[Array, int]:
+    return x, 0
+
+
+scale.register_vmap(rule_ok)
+scale.register_vmap(lambda info, in_dims, x, factor: (x * factor, in_dims[0]))
+scale.register_vmap(rule_missing)  # E: arg-type
+scale.register_vmap(rule_mistyped)  # E: arg-type
+scale.register_vmap(rule_no_dims)  # E: arg-type
+scale.register_vmap(rule_torch_info)  # E: arg-type
+register_vmap(scale, rule_ok)
+register_vmap(scale, rule_no_dims)  # E: arg-type
+# The two-argument form infers P from both arguments, so mypy takes a rule with a
+# parameter too few, as it does for register_fake(op, fn); registration refuses it.
+register_vmap(scale, rule_missing)
+register_vmap("regcases::scale", rule_missing)  # a name: checked at registration only
+
+
+@scale.register_vmap
+def _(info: VmapInfo, in_dims: Any, x: Array, factor: float) -> tuple[Array, Any]:
+    return x * factor, in_dims[0]
+
+
+@register_vmap(scale)  # E: arg-type
+def _(info: VmapInfo, in_dims: Any, x: Array) -> tuple[Array, Any]:
+    return x, in_dims[0]
 
 
 # -- factories and from_real keep the argument's type (a fake stands in for it) -------------
