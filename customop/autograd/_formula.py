@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import Any, final
+from typing import Any, TypeVar, final, overload
 
 from customop.autograd._engine import FORMULA_KEY, record
 from customop.dispatch import (
@@ -270,6 +270,47 @@ def _register(
     return handle.dispatcher.register_impl(
         handle.name, FORMULA_KEY, formula, boxed=True, source=source
     )
+
+
+R = TypeVar("R")
+Several = TypeVar("Several", bound=tuple[Any, ...])
+
+
+# NOTE: typed by the op's result, as `CustomOpDef.register_autograd` is. One
+# output: mypy checks ``backward(ctx, grad)`` and ``setup_context``'s ``output``
+# against it. Several (a tuple): ``backward(ctx, *grads)`` is checked at
+# registration only. A name, or a Library op's `OpOverload`, is untyped.
+@overload
+def register_autograd(
+    op: Callable[..., R],
+    backward: Callable[[Any, R], object],
+    /,
+    *,
+    setup_context: Callable[[Any, tuple[Any, ...], R], object] | None = None,
+    dispatcher: Dispatcher | None = None,
+) -> RegistrationHandle: ...
+
+
+@overload
+def register_autograd(
+    op: Callable[..., Several],
+    backward: Callable[..., object],
+    /,
+    *,
+    setup_context: Callable[[Any, tuple[Any, ...], Several], object] | None = None,
+    dispatcher: Dispatcher | None = None,
+) -> RegistrationHandle: ...
+
+
+@overload
+def register_autograd(
+    op: str,
+    backward: Callable[..., object],
+    /,
+    *,
+    setup_context: Callable[..., object] | None = None,
+    dispatcher: Dispatcher | None = None,
+) -> RegistrationHandle: ...
 
 
 def register_autograd(

@@ -11,7 +11,7 @@ import numpy as np
 from typing_extensions import reveal_type
 
 from customop.fake import FakeTensorMode
-from customop.library import custom_op, register_fake, register_kernel
+from customop.library import custom_op, register_autograd, register_fake, register_kernel
 from customop.tensor import AnyTensor, FakeTensor, ShapeEnv, empty, empty_like, new_empty
 from customop.vmap import VmapInfo, register_vmap
 
@@ -106,6 +106,14 @@ def split(x: Array) -> tuple[Array, Array]:
 
 
 split.register_autograd(lambda ctx, ga, gb: ga + gb)
+
+# The free function, as torch spells it, checks the same.
+register_autograd(scale, backward, setup_context=setup)
+register_autograd(scale, lambda ctx, grad: (grad, None))
+register_autograd(scale, backward_str)  # E: misc
+register_autograd(scale, backward, setup_context=lambda ctx, inputs: None)  # E: misc, arg-type
+register_autograd(split, lambda ctx, ga, gb: ga + gb)
+register_autograd("regcases::scale", backward_str)  # a name: checked at registration only
 
 
 # -- register_vmap: the rule takes (info, in_dims) then the op's parameters -----------------
