@@ -38,7 +38,7 @@ from customop.dispatch import (
 )
 from customop.dispatch import dispatcher as default_dispatcher
 from customop.exceptions import RegistrationError, UnsupportedError
-from customop.ops import OpDefinition, operator_handle
+from customop.ops import OpDefinition, find_handle, operator_handle
 from customop.schema import OUT, FunctionSchema, aliasing_tag
 
 __all__ = [
@@ -111,13 +111,9 @@ def formula_of(op: object, *, dispatcher: Dispatcher | None = None) -> AutogradF
         The newest live `AutogradFormula` on the op's `FORMULA_KEY`, else None
         (also for a name no op has).
     """
-    d = default_dispatcher if dispatcher is None else dispatcher
-    if isinstance(op, str):
-        found = d.find_op(op)
-        if found is None:
-            return None
-        op = found
-    handle = operator_handle(op, d, "formula_of")
+    handle = find_handle(op, default_dispatcher if dispatcher is None else dispatcher, "formula_of")
+    if handle is None:
+        return None
     fn = handle.registered_kernel(FORMULA_KEY)
     return fn if isinstance(fn, AutogradFormula) else None
 

@@ -36,6 +36,7 @@ from customop.ops._written import prepare_kernel as prepare_kernel
 from customop.ops._identity import DEFINITION as DEFINITION
 from customop.ops._identity import OpDefinition as OpDefinition
 from customop.ops._identity import definition_of as definition_of
+from customop.ops._identity import find_handle as find_handle
 from customop.ops._identity import operator_handle as operator_handle
 from customop.ops._overload import bind_overload as bind_overload
 from customop.ops._packets import defined_names as defined_names
@@ -76,6 +77,7 @@ __internal__ = (
     "definition_of",
     "enum_kernel",
     "explaining_qualname",
+    "find_handle",
     "item_types",
     "items_checkable",
     "operator_handle",

@@ -80,6 +80,22 @@ def definition_of(op: object, dispatcher: Dispatcher) -> OpDefinition | None:
     return None
 
 
+def find_handle(op: object, dispatcher: Dispatcher, api: str) -> OperatorHandle | None:
+    """`operator_handle`, but None for a name no op has (a lookup, not a registration).
+
+    Args:
+        op: the op, in any spelling `operator_handle` takes.
+        dispatcher: where to look a name up.
+        api: what errors name the caller by.
+
+    Returns:
+        The handle, or None.
+    """
+    if isinstance(op, str):
+        return dispatcher.find_op(op)
+    return operator_handle(op, dispatcher, api)
+
+
 def operator_handle(op: object, dispatcher: Dispatcher, api: str) -> OperatorHandle:
     """The `OperatorHandle` of an `OpDefinition`, an `OpOverload`, a handle or a name.
 

@@ -43,7 +43,7 @@ from customop.dispatch import (
 )
 from customop.dispatch import dispatcher as default_dispatcher
 from customop.exceptions import RegistrationError
-from customop.ops import OpDefinition, operator_handle
+from customop.ops import OpDefinition, find_handle, operator_handle
 from customop.schema import FunctionSchema
 from customop.vmap._plan import Plan
 
@@ -135,12 +135,8 @@ def rule_of(op: object, *, dispatcher: Dispatcher | None = None) -> VmapRule | N
         The newest live `VmapRule`, else None (also for a name no op has).
     """
     d = default_dispatcher if dispatcher is None else dispatcher
-    if isinstance(op, str):
-        found = d.find_op(op)
-        if found is None:
-            return None
-        op = found
-    return operator_handle(op, d, "rule_of").extra(VMAP_RULE)
+    handle = find_handle(op, d, "rule_of")
+    return None if handle is None else handle.extra(VMAP_RULE)
 
 
 # -- checks (all before anything is registered) ----------------------------------------
