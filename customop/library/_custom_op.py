@@ -68,8 +68,6 @@ __all__ = ["CustomOpDef", "custom_op", "live_definition"]
 P = ParamSpec("P")
 R = TypeVar("R")
 Outputs = TypeVar("Outputs", bound=tuple[Any, ...])  # an op with several outputs
-#: A batching rule: ``fn(info, in_dims, *args, **kwargs)``.
-F = TypeVar("F", bound=Callable[..., Any])
 
 
 class CustomOpDef(OpDefinition, Generic[P, R]):
