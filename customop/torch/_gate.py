@@ -32,15 +32,20 @@ class Gate:
 
     NOTE: the calls' side takes no lock: ``list.append`` and ``list.remove`` of
     the thread's id are single C calls under the GIL, about 100 ns per call
-    together; removals, which are rare, take the condition.
+    together; removals, which are rare, take the condition. A call appends
+    itself, then reads ``draining``; so every removal holds calls off first
+    and then looks for calls inside: each call is either seen inside, or sees
+    ``draining`` and waits. Holds are counted: two removals may run at once
+    (a deferred one and a waiting one), and calls wait until both are done.
     """
 
-    __slots__ = ("_cond", "draining", "inside", "pending")
+    __slots__ = ("_cond", "_holds", "draining", "inside", "pending")
 
     def __init__(self) -> None:
         self._cond = threading.Condition(threading.Lock())
         self.inside: list[int] = []  # one thread id per call inside torch
-        self.draining = False
+        self.draining = False  # _holds > 0: what calls read
+        self._holds = 0
         self.pending: list[Callable[[], None]] = []
 
     def enter(self) -> None:
@@ -72,17 +77,20 @@ class Gate:
         """What a leaving call does while a removal waits, or actions are deferred."""
         with self._cond:
             self._cond.notify_all()
-            if self.inside or not self.pending:
+            if not self.pending:
+                return
+            # Hold first, then look (see the class's note): checked the other way
+            # round, a call could enter between the look and the hold.
+            self._hold()
+            if self.inside:
+                self._unhold()
                 return
             run, self.pending = self.pending, []
-            held = not self.draining
-            self.draining = True  # new calls wait while the old kernels go
         try:
             for action in run:
                 action()
         finally:
-            if held:
-                self.release()
+            self.release()
 
     def _others(self) -> int:
         inside = self.inside
@@ -96,7 +104,7 @@ class Gate:
         with self._cond:
             while self.draining:
                 self._cond.wait()
-            self.draining = True
+            self._hold()
             while self._others():
                 self._cond.wait(0.01)  # woken by leave(); the timeout is a safety net
         try:
@@ -110,23 +118,29 @@ class Gate:
         with self._cond:
             if self.draining:
                 return False
-            self.draining = True
+            self._hold()
             if self._others():
-                self.draining = False
-                self._cond.notify_all()
+                self._unhold()
                 return False
             return True
 
     def release(self) -> None:
-        """Let calls in again after `hold_if_idle` or `drain_then`."""
+        """Let calls in again after `hold_if_idle` (once no other removal holds them)."""
         with self._cond:
-            self.draining = False
-            self._cond.notify_all()
+            self._unhold()
+
+    def _hold(self) -> None:  # under the condition
+        self._holds += 1
+        self.draining = True
+
+    def _unhold(self) -> None:  # under the condition
+        self._holds -= 1
+        self.draining = self._holds > 0
+        self._cond.notify_all()
 
     def defer(self, action: Callable[[], None]) -> None:
-        """Run ``action`` now if no call is inside torch, else when the last one leaves."""
+        """Run ``action`` now if no call is inside torch, else when the last one leaves
+        (either way while new calls are held off)."""
         with self._cond:
-            if self.inside:
-                self.pending.append(action)
-                return
-        action()
+            self.pending.append(action)
+        self.after_leave()
