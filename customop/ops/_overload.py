@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from customop.dispatch import Dispatcher, DispatchKeySet, OperatorHandle
-from customop.exceptions import RegistrationError
+from customop.exceptions import RegistrationError, UnknownOperatorError
 from customop.ops._binding import python_signature
 from customop.ops._callgen import CallCode, can_generate, compile_call, python_default
 from customop.ops._callhooks import adopt_overload
@@ -133,16 +133,18 @@ class OpOverload:
     @property
     def is_current(self) -> bool:
         """Whether the operator is still defined with this overload's schema."""
-        return self._handle.has_schema and self._handle.schema == self.schema
+        return _live_schema(self._handle) == self.schema
 
     def check_current(self) -> None:
         """Raise if the operator was redefined with another schema since this was made."""
         if self._site is not None:
             self._site.check_schema()
-        elif self._handle.has_schema and self._handle.schema != self.schema:
+            return
+        live = _live_schema(self._handle)
+        if live is not None and live != self.schema:
             raise RegistrationError(
                 f"{self.name}: this OpOverload was made for {self.schema}, but the operator "
-                f"has been redefined as {self._handle.schema}. Look it up again in customop.ops."
+                f"has been redefined as {live}. Look it up again in customop.ops."
             )
 
     def redispatch(self, keyset: DispatchKeySet, /, *args: Any, **kwargs: Any) -> Any:
@@ -212,3 +214,12 @@ def bind_overload(
     site = CallCode(handle, schema, is_tensor, api or str(schema.name), value_checks)
     compile_call(site)
     return adopt_overload(handle.dispatcher, OpOverload(handle, schema, site))
+
+
+def _live_schema(handle: OperatorHandle) -> FunctionSchema | None:
+    """The op's schema now, or None: one read. (``has_schema`` then ``schema`` is two:
+    a def removed by another thread in between makes the second raise.)"""
+    try:
+        return handle.schema
+    except UnknownOperatorError:
+        return None
