@@ -48,13 +48,16 @@ class Guard(NamedTuple):
 
     ``prelude`` runs first (lines of the function body); after a cache entry
     matched, ``asks`` must all hold for ``run`` (lines; ``{kernel}`` is the
-    cached kernel's call) to run, else ``otherwise`` is returned.
+    cached kernel's call) to run, else ``otherwise`` is returned; ``miss``
+    runs when no entry matched, before the slow path (a hand-over that must
+    not pay for the slow path's frame).
     """
 
     prelude: tuple[str, ...] = ()
     asks: tuple[str, ...] = ()
     run: tuple[str, ...] = ("return {kernel}",)
     otherwise: str = ""
+    miss: tuple[str, ...] = ()
 
 
 _PLAIN: Final = Guard()
@@ -92,7 +95,8 @@ def render(names: list[str] | None, shape: CallShape, guard: Guard = _PLAIN) -> 
     params = [*first, *names[:npos], "*_co_extra", *names[npos:], "**_co_unknown"]
     values = ", ".join(names) + "," if names else ""
     head = f"def __call__({', '.join(params)}):\n" + prelude
-    slow = f"    return _co_site.slow(({values}), _co_extra, _co_unknown)\n"
+    miss = "".join(f"    {line}\n" for line in guard.miss)
+    slow = miss + f"    return _co_site.slow(({values}), _co_extra, _co_unknown)\n"
     if not shape.fast:
         return head + slow
     call_args = names[:npos] + [f"{name}={name}" for name in names[npos:]]

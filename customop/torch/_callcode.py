@@ -187,6 +187,11 @@ class TorchCall:
             "_co_bump_list": _bump_list,
             "_co_any_grad": _any_grad,
             "_co_all_cpu": _all_cpu,
+            "_co_plain": _PLAIN,
+            "_co_isinstance": isinstance,
+            "_co_tensor": _TENSOR,
+            "_co_missing": MISSING,
+            "_co_default_local": DEFAULT_LOCAL,
         }
         shape = CallShape(
             len(self.names), self.npos, self.lists, self.fast, (), 1, self.grouped, True
@@ -236,11 +241,34 @@ class TorchCall:
         else:
             call_args = ", ".join([*names[:npos], *(f"{n}={n}" for n in names[npos:])])
         prelude = ("if _co_dynamo():", f"    return _co_op({call_args})")
+        miss = self._subclass_handover(call_args)
         if not self.fast:
-            return Guard(prelude=prelude)
+            return Guard(prelude=prelude, miss=miss)
         bumps = self._bumps()
         run = ("_co_r = {kernel}", *bumps, "return _co_r") if bumps else ("return {kernel}",)
-        return Guard(prelude, tuple(self._asks()), run, f"return _co_torch({call_args})")
+        return Guard(prelude, tuple(self._asks()), run, f"return _co_torch({call_args})", miss)
+
+    def _subclass_handover(self, call_args: str) -> tuple[str, ...]:
+        """A call whose first Tensor argument is a tensor subclass (one with a
+        ``__torch_function__`` or ``__torch_dispatch__`` of its own) goes to torch's
+        op at once, in the generated code: no slow-path frame and no customop checks
+        in front of torch's full path, which checks it (issue #29). Not for a call
+        that binding must explain (surplus, unknown or missing arguments), one under
+        customop's own local keys, or one after the op left torch."""
+        if self.plain.call_code is None or self.lead is None:
+            return ()
+        lead = self.names[self.lead]
+        tests = [
+            f"_co_type({lead}) not in _co_plain",
+            f"_co_isinstance({lead}, _co_tensor)",
+            "not _co_extra",
+            "not _co_unknown",
+            # (the lead, a tensor, is not MISSING)
+            *(f"{self.names[i]} is not _co_missing" for i in self.required if i != self.lead),
+            "_co_local() is _co_default_local",
+            "not _co_site.closed",
+        ]
+        return (f"if {' and '.join(tests)}:", f"    return _co_torch({call_args})")
 
     def _asks(self) -> list[str]:
         """What each call must still ask torch once the cache entry matched (its types
@@ -291,23 +319,6 @@ class TorchCall:
 
     def slow(self, values: tuple[Any, ...], extra: tuple[Any, ...], unknown: dict[str, Any]) -> Any:
         """A call the fast path did not take: customop's, the kernel's, or torch's."""
-        lead = values[self.lead] if self.lead is not None else None
-        if (
-            type(lead) not in _PLAIN
-            and isinstance(lead, _TENSOR)
-            and not (self.closed or extra or unknown)
-            and LOCAL_KEYS.get() is DEFAULT_LOCAL
-        ):
-            # A tensor subclass (a __torch_function__ or __torch_dispatch__ one): torch's
-            # full path at once, costing no more than calling torch's op (issue #29).
-            # A plain loop, not any(): a generator costs a call per argument here.
-            for index in self.required:
-                if values[index] is MISSING:
-                    break
-            else:
-                if self.npos == len(values):
-                    return self.torch(*values)
-                return self.torch(*values[: self.npos], **self._keywords(values))
         if self.closed or extra or unknown or any(values[i] is MISSING for i in self.required):
             return self._customop(values, extra, unknown)
         if LOCAL_KEYS.get() is not DEFAULT_LOCAL and not _below_torch_autograd():
@@ -353,7 +364,7 @@ class TorchCall:
         if gate.draining:
             gate.wait_to_enter(me)
         try:
-            op = mirror.torch_op
+            op = mirror.torch_entry
             if op is None:  # the op left torch as this call started
                 self._check_generation()
                 return self.plain(*args, **kwargs)

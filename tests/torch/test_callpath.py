@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+import inspect
+from typing import Any, ClassVar
 
 import pytest
 import torch
@@ -12,7 +13,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 import customop
 import customop.torch
 from customop.adapter import installed_call
-from customop.dispatch import Dispatcher
+from customop.dispatch import Dispatcher, DispatchKey, exclude_keys
 
 
 class _Seen(TorchDispatchMode):
@@ -92,6 +93,90 @@ def test_subclass_goes_through_torch(counted: tuple[Any, list[int]], ns: str) ->
     out = op(x, torch.ones(2))
     assert torch.equal(out, torch.full((2,), 2.0))
     assert len(calls) == 1
+
+
+class _Traced(torch.Tensor):
+    """A __torch_function__ subclass that records the functions it sees."""
+
+    seen: ClassVar[list[str]] = []
+
+    @classmethod
+    def __torch_function__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        cls.seen.append(str(func))
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+
+@pytest.mark.parametrize("spelling", ["object", "customop.ops", "overload"], ids=str)
+def test_a_subclass_call_is_handed_to_torch_in_the_generated_code(
+    ns: str, track: list[Any], monkeypatch: pytest.MonkeyPatch, spelling: str
+) -> None:
+    """Issue #29: nothing in front of torch's op, not even the slow path's frame."""
+    calls: list[int] = []
+
+    def body(x: Any, y: Any) -> Any:
+        calls.append(1)
+        return x + y
+
+    op = customop.custom_op(
+        f"{ns}::add", body, mutates_args=(), schema="(Tensor x, Tensor y) -> Tensor"
+    )
+    track += [op, customop.torch.register(op)]
+    packet = getattr(customop.ops, ns).add
+    call = {"object": op, "customop.ops": packet, "overload": packet.default}[spelling]
+    code = installed_call(call)
+
+    def no_slow_path(*args: Any) -> Any:
+        raise AssertionError("the call took the slow path")
+
+    monkeypatch.setattr(code, "slow", no_slow_path)
+    _Traced.seen.clear()
+    x = torch.ones(2).as_subclass(_Traced)
+    for _ in range(2):
+        out = call(x, torch.ones(2))
+        assert type(out) is _Traced
+        assert torch.equal(out.as_subclass(torch.Tensor), torch.full((2,), 2.0))
+    assert sum(f"{ns}.add" in name for name in _Traced.seen) == 2
+    with pytest.raises(AssertionError, match="slow path"):  # the patch is in effect
+        call(torch.ones(2), torch.ones(2))
+    assert len(calls) == 2
+
+
+def test_a_subclass_call_binding_cannot_explain_gets_customops_error(
+    counted: tuple[Any, list[int]], ns: str
+) -> None:
+    op, calls = counted
+    x = torch.ones(1).as_subclass(_Traced)
+    with pytest.raises(TypeError, match=rf"{ns}::add.*missing.*'y'"):
+        op(x)
+    with pytest.raises(TypeError, match=rf"{ns}::add.*'z'"):
+        op(x, x, z=1)
+    with pytest.raises(TypeError, match=rf"{ns}::add"):
+        op(x, x, x)
+    assert calls == []
+
+
+def test_a_subclass_call_under_customops_local_keys_stays_in_customop(
+    counted: tuple[Any, list[int]], ns: str
+) -> None:
+    op, calls = counted
+    _Traced.seen.clear()
+    x = torch.ones(2).as_subclass(_Traced)
+    with exclude_keys(DispatchKey.Autograd):
+        out = op(x, torch.ones(2))
+    assert torch.equal(out.as_subclass(torch.Tensor), torch.full((2,), 2.0))
+    assert not any(f"{ns}.add" in name for name in _Traced.seen)  # torch never saw the op
+    assert len(calls) == 1
+
+
+def test_torch_calls_skip_the_torch_ops_python_frame(
+    counted: tuple[Any, list[int]], ns: str
+) -> None:
+    """The hand-over calls what ``OpOverload.__call__`` calls; pinned here, so that a
+    torch whose ``__call__`` does more fails this test instead of losing it."""
+    op, _ = counted
+    overload = getattr(torch.ops, ns).add.default
+    assert "return self._op(*args, **kwargs)" in inspect.getsource(type(overload).__call__)
+    assert installed_call(op).mirror.torch_entry is overload._op
 
 
 def test_grad_inputs_go_through_torch_autograd(
@@ -206,6 +291,8 @@ def test_redefinition_while_registered(ns: str, track: list[Any]) -> None:
     x = torch.zeros(1)
     with pytest.raises(customop.RegistrationError, match="replaced"):
         first(x)
+    with pytest.raises(customop.RegistrationError, match="replaced"):
+        first(torch.zeros(1).as_subclass(_Traced))  # not handed to the new definition
     assert torch.equal(second(x), x + 2)  # specialized with the torch-aware call
     assert torch.equal(getattr(torch.ops, ns).f(x), x + 2)  # the name is still wanted
     handle.remove()
