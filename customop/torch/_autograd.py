@@ -111,13 +111,14 @@ class _Info:
         return setup_context
 
     def _backward_of(self, formula: AutogradFormula) -> Callable[..., Any]:
+        if not self._keyword_only or formula.torch_form:
+            return formula.backward  # as torch's custom_op calls it: no frame in between
         cut = len(self._handle.schema.arguments) - len(self._keyword_only)
-        trim = bool(self._keyword_only) and not formula.torch_form
 
         @eager_only
         def backward(ctx: Any, *grads: Any) -> Any:
             result = formula.backward(ctx, *grads)
-            if trim and isinstance(result, tuple) and len(result) > cut:
+            if isinstance(result, tuple) and len(result) > cut:
                 return result[:cut]  # torch takes no gradient for keyword-only arguments
             return result
 

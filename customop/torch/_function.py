@@ -96,9 +96,9 @@ def _backward(ctx: Any, *grads: Any) -> Any:
 def _counted(call: _Call, result: tuple[Any, ...], given: int) -> tuple[Any, ...]:
     """One gradient per argument the forward got, or per positional argument of the
     schema (torch 2.14's rule: the dispatcher drops arguments equal to their defaults)."""
-    positional = sum(1 for a in call.op._schema.arguments if not a.kwarg_only)
-    if len(result) == given:
+    if len(result) == given:  # before reading the schema: ~1.5 us per backward
         return result
+    positional = sum(1 for a in call.op._schema.arguments if not a.kwarg_only)
     if len(result) == positional > given:
         return result[:given]
     expected = str(given) if positional == given else f"{given} or {positional}"
