@@ -125,7 +125,7 @@ class Gate:
             return True
 
     def release(self) -> None:
-        """Let calls in again after `hold_if_idle` (once no other removal holds them)."""
+        """End a hold (`hold_if_idle`'s; calls come in once no other removal holds them)."""
         with self._cond:
             self._unhold()
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 import torch
@@ -14,6 +14,7 @@ import customop
 import customop.torch
 from customop.adapter import installed_call
 from customop.dispatch import Dispatcher, DispatchKey, exclude_keys
+from tests.torch.subclasses import FunctionTensor
 
 
 class _Seen(TorchDispatchMode):
@@ -95,17 +96,6 @@ def test_subclass_goes_through_torch(counted: tuple[Any, list[int]], ns: str) ->
     assert len(calls) == 1
 
 
-class _Traced(torch.Tensor):
-    """A __torch_function__ subclass that records the functions it sees."""
-
-    seen: ClassVar[list[str]] = []
-
-    @classmethod
-    def __torch_function__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        cls.seen.append(str(func))
-        return super().__torch_function__(func, types, args, kwargs or {})
-
-
 @pytest.mark.parametrize("spelling", ["object", "customop.ops", "overload"], ids=str)
 def test_a_subclass_call_is_handed_to_torch_in_the_generated_code(
     ns: str, track: list[Any], monkeypatch: pytest.MonkeyPatch, spelling: str
@@ -129,13 +119,13 @@ def test_a_subclass_call_is_handed_to_torch_in_the_generated_code(
         raise AssertionError("the call took the slow path")
 
     monkeypatch.setattr(code, "slow", no_slow_path)
-    _Traced.seen.clear()
-    x = torch.ones(2).as_subclass(_Traced)
+    FunctionTensor.seen.clear()
+    x = torch.ones(2).as_subclass(FunctionTensor)
     for _ in range(2):
         out = call(x, torch.ones(2))
-        assert type(out) is _Traced
+        assert type(out) is FunctionTensor
         assert torch.equal(out.as_subclass(torch.Tensor), torch.full((2,), 2.0))
-    assert sum(f"{ns}.add" in name for name in _Traced.seen) == 2
+    assert sum(f"{ns}.add" in name for name in FunctionTensor.seen) == 2
     with pytest.raises(AssertionError, match="slow path"):  # the patch is in effect
         call(torch.ones(2), torch.ones(2))
     assert len(calls) == 2
@@ -145,7 +135,7 @@ def test_a_subclass_call_binding_cannot_explain_gets_customops_error(
     counted: tuple[Any, list[int]], ns: str
 ) -> None:
     op, calls = counted
-    x = torch.ones(1).as_subclass(_Traced)
+    x = torch.ones(1).as_subclass(FunctionTensor)
     with pytest.raises(TypeError, match=rf"{ns}::add.*missing.*'y'"):
         op(x)
     with pytest.raises(TypeError, match=rf"{ns}::add.*'z'"):
@@ -159,12 +149,12 @@ def test_a_subclass_call_under_customops_local_keys_stays_in_customop(
     counted: tuple[Any, list[int]], ns: str
 ) -> None:
     op, calls = counted
-    _Traced.seen.clear()
-    x = torch.ones(2).as_subclass(_Traced)
+    FunctionTensor.seen.clear()
+    x = torch.ones(2).as_subclass(FunctionTensor)
     with exclude_keys(DispatchKey.Autograd):
         out = op(x, torch.ones(2))
     assert torch.equal(out.as_subclass(torch.Tensor), torch.full((2,), 2.0))
-    assert not any(f"{ns}.add" in name for name in _Traced.seen)  # torch never saw the op
+    assert not any(f"{ns}.add" in name for name in FunctionTensor.seen)  # torch never saw the op
     assert len(calls) == 1
 
 
@@ -292,7 +282,7 @@ def test_redefinition_while_registered(ns: str, track: list[Any]) -> None:
     with pytest.raises(customop.RegistrationError, match="replaced"):
         first(x)
     with pytest.raises(customop.RegistrationError, match="replaced"):
-        first(torch.zeros(1).as_subclass(_Traced))  # not handed to the new definition
+        first(torch.zeros(1).as_subclass(FunctionTensor))  # not handed to the new definition
     assert torch.equal(second(x), x + 2)  # specialized with the torch-aware call
     assert torch.equal(getattr(torch.ops, ns).f(x), x + 2)  # the name is still wanted
     handle.remove()

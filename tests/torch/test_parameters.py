@@ -16,6 +16,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 import customop
 import customop.torch
 from customop.adapter import installed_call
+from tests.torch.subclasses import FunctionTensor
 
 
 @pytest.fixture
@@ -129,17 +130,6 @@ def test_tensor_list_and_optional_arguments_holding_parameters(ns: str, track: l
     assert f"{ns}.total.default" in mode.seen
 
 
-class _FunctionTensor(torch.Tensor):
-    """A subclass with its own __torch_function__: it sees every torch call."""
-
-    seen: ClassVar[list[str]] = []
-
-    @classmethod
-    def __torch_function__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        cls.seen.append(str(func))
-        return super().__torch_function__(func, types, args, kwargs or {})
-
-
 class _DispatchTensor(torch.Tensor):
     """A wrapper subclass with its own __torch_dispatch__: it sees every op below autograd."""
 
@@ -165,11 +155,11 @@ def test_subclasses_with_their_own_hooks_keep_torchs_path(
     op, _ = scale
     call = _spellings(op, ns)[spelling]
     plain = torch.full((3,), 2.0)
-    _FunctionTensor.seen.clear()
-    function_tensor = torch.ones(3).as_subclass(_FunctionTensor)
+    FunctionTensor.seen.clear()
+    function_tensor = torch.ones(3).as_subclass(FunctionTensor)
     for _ in range(2):
         assert torch.equal(call(function_tensor, plain).as_subclass(torch.Tensor), plain)
-    assert sum(f"{ns}.scale" in name for name in _FunctionTensor.seen) == 2
+    assert sum(f"{ns}.scale" in name for name in FunctionTensor.seen) == 2
     _DispatchTensor.seen.clear()
     with torch.no_grad():
         for _ in range(2):
