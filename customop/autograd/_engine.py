@@ -90,6 +90,8 @@ def record(
     if lower is None:
         lower = _LOWER[bits] = keyset_from_bits(bits & _BELOW_BITS)
     if not tapes:
+        if formula is not None:
+            _refuse_torch_grad(op, positions, raw_args, raw_kwargs)
         return op.redispatch(lower, *raw_args, **raw_kwargs)
     token = _set_active(())
     try:
@@ -222,6 +224,54 @@ def refuse_input(op: OperatorHandle, name: str, value: Any, tapes: tuple[Tape, .
         "that input would count as a constant and the gradient would be wrong. Make the "
         "computation an op with a formula (register_autograd), or use ops for it."
     )
+
+
+def _refuse_torch_grad(
+    op: OperatorHandle,
+    positions: tuple[tuple[int, str, bool], ...],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> None:
+    """Refuse a torch tensor torch's autograd tracks, given to an op torch does not know.
+
+    Such a call reaches the formula kernel outside every transform only through
+    that tensor's key (`customop.tensor`); torch would differentiate the body
+    instead of the formula, so the gradient could be wrong, or silently missing.
+    """
+    for name, value in _tensor_arguments(positions, args, kwargs):
+        if _torch_tracks(value):
+            raise AutogradError(
+                f"{str(op.name)!r}: argument {name!r} is a torch tensor that requires grad "
+                f"({_describe(value)}), and the op has an autograd formula, but the op is "
+                "not registered in torch. torch would differentiate the body and skip the "
+                "formula, so the gradient could be wrong or missing. Register the op in "
+                "torch with customop.torch.register(op) (torch then uses the formula), or "
+                "call it under torch.no_grad() or with detached tensors if no gradient is "
+                "needed."
+            )
+
+
+def _tensor_arguments(
+    positions: tuple[tuple[int, str, bool], ...], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> list[tuple[str, Any]]:
+    """``(name, value)`` of every tensor argument given, list items one by one."""
+    found: list[tuple[str, Any]] = []
+    for index, name, is_list in positions:
+        value = args[index] if index < len(args) else kwargs.get(name)
+        if is_list and isinstance(value, list | tuple):
+            found += [(f"{name}[{i}]", item) for i, item in enumerate(value)]
+        else:
+            found.append((name, value))
+    return found
+
+
+def _torch_tracks(value: Any) -> bool:
+    return getattr(value, "requires_grad", False) is True and hasattr(value, "grad_fn")
+
+
+def _describe(value: Any) -> str:
+    shape = tuple(getattr(value, "shape", ()))
+    return f"shape {shape}, dtype {getattr(value, 'dtype', '?')}"
 
 
 def _wrapped(raw: Any) -> Any:

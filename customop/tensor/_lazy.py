@@ -8,14 +8,28 @@ that need the package (``empty``) take it from ``sys.modules``.
 torch tensors dispatch on their own device (``tensor.device.type``: cpu ->
 CPU, cuda -> CUDA, meta -> Meta, privateuseone or a renamed backend ->
 PrivateUse*), through a key function; cupy arrays are always CUDA.
+
+NOTE: a torch tensor that torch's autograd tracks (it requires grad, and grad
+mode is on) also carries ``AutogradOther``, the key customop's formulas live
+on. An op with a formula that is not registered in torch then reaches its
+formula kernel, which refuses the call (`customop.autograd`): torch would
+differentiate the body and skip the formula, a silently wrong gradient.
+Calls of ops registered in torch go to torch first and never get here.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any, Final
 
-from customop.dispatch import DEFAULT_SOURCE, Dispatcher, DispatchKey, RegistrationHandle
+from customop.dispatch import (
+    DEFAULT_SOURCE,
+    Dispatcher,
+    DispatchKey,
+    DispatchKeySet,
+    RegistrationHandle,
+)
 from customop.exceptions import RegistrationError
 from customop.tensor._backends import ArrayAdapter, add_adapter, device_keys_fn
 from customop.tensor._device import Device
@@ -37,6 +51,33 @@ def _torch_empty(shape: tuple[int, ...], element: dtype, where: Device) -> Any:
     return torch.empty(shape, dtype=element.to_torch(), device=str(where))
 
 
+def _torch_keys(dispatcher: Dispatcher) -> Callable[[Any], DispatchKeySet]:
+    """The keys of a torch tensor: its device's, plus the formula key when torch tracks it."""
+    device_keys = device_keys_fn(dispatcher, _torch_device_type, TORCH_NAME)
+    tracked: dict[DispatchKeySet, DispatchKeySet] = {}
+
+    def keys(tensor: Any) -> DispatchKeySet:
+        found = device_keys(tensor)
+        # `is True`: stand-ins for tensors (and torch's meta objects) may lack the flag.
+        if getattr(tensor, "requires_grad", False) is True and _grad_enabled():
+            with_formula = tracked.get(found)
+            if with_formula is None:
+                with_formula = tracked[found] = found | DispatchKey.AutogradOther
+            return with_formula
+        return found
+
+    return keys
+
+
+def _torch_device_type(tensor: Any) -> str:
+    return str(tensor.device.type)
+
+
+def _grad_enabled() -> bool:
+    # A torch tensor asked for this, so torch is imported.
+    return bool(sys.modules["torch"].is_grad_enabled())
+
+
 def _cupy_device(array: Any) -> Device:
     return Device("cuda", int(array.device.id))
 
@@ -56,7 +97,7 @@ def _cupy_empty(shape: tuple[int, ...], element: dtype, where: Device) -> Any:
 
 
 def _adapters(dispatcher: Dispatcher) -> list[tuple[ArrayAdapter, Any]]:
-    torch_keys = device_keys_fn(dispatcher, lambda tensor: tensor.device.type, TORCH_NAME)
+    torch_keys = _torch_keys(dispatcher)
     torch = ArrayAdapter(TORCH_NAME, None, _torch_device, _torch_empty, DEFAULT_SOURCE)
     cupy = [
         (ArrayAdapter(name, "cuda", _cupy_device, _cupy_empty, DEFAULT_SOURCE), DispatchKey.CUDA)

@@ -10,7 +10,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import customop  # noqa: E402
-from customop import OpCheckError, custom_op, opcheck  # noqa: E402
+from customop import AutogradError, OpCheckError, custom_op, opcheck  # noqa: E402
 from customop.dispatch import Dispatcher  # noqa: E402
 from customop.library import Ops  # noqa: E402
 
@@ -48,10 +48,29 @@ def test_torchs_trace_checks_are_customops_trace_under_the_name_asked(
 
 
 def test_a_tensor_that_requires_grad_is_counted_and_compared(dispatcher: Dispatcher) -> None:
+    bridge = pytest.importorskip("customop.torch")
+    scale = _scale(dispatcher)
+    scale.register_autograd(lambda ctx, grad: grad * 2)
+    handle = bridge.register(scale)  # torch runs the formula: the call may track gradients
+    try:
+        x = torch.randn(3, requires_grad=True)
+        result = opcheck(scale, (x,), test_utils="test_faketensor")
+    finally:
+        handle.remove()
+    assert result == {"test_faketensor": "SUCCESS"}
+
+
+def test_an_op_torch_does_not_know_refuses_a_tensor_that_requires_grad(
+    dispatcher: Dispatcher,
+) -> None:
     scale = _scale(dispatcher)
     scale.register_autograd(lambda ctx, grad: grad * 2)
     x = torch.randn(3, requires_grad=True)
-    assert opcheck(scale, (x,), test_utils="test_faketensor") == {"test_faketensor": "SUCCESS"}
+    # torch would differentiate the body and skip the formula: the call says so.
+    with pytest.raises(AutogradError, match=r"'ot::scale': argument 'x' .*customop.torch.register"):
+        opcheck(scale, (x,), test_utils="test_faketensor")
+    with torch.no_grad():  # no gradient wanted: the call runs, and is compared
+        assert opcheck(scale, (x,), test_utils="test_faketensor") == {"test_faketensor": "SUCCESS"}
 
 
 def test_a_fake_with_the_wrong_strides_fails_with_torchs_words(dispatcher: Dispatcher) -> None:
