@@ -75,9 +75,6 @@ _C: Final[Any] = torch._C
 _get_ident: Final = threading.get_ident
 _CPU_KEYS: Final = DispatchKeySet(DispatchKey.CPU)
 _TENSOR: Final = torch.Tensor
-#: Tensor types whose calls dispatch as plain tensors: a Parameter (every module
-#: weight; a Buffer where torch has one) disables __torch_function__, so torch
-#: itself treats it as a plain tensor (issue #29).
 #: Bits of the autograd keys (what customop excludes for torch's autograd guard).
 _AUTOGRAD_BITS: Final = DispatchKeySet(*(key for key in DispatchKey if key.is_autograd)).bits
 _ALL_BITS: Final = DEFAULT_LOCAL.kept
@@ -102,6 +99,10 @@ def _below_torch_autograd() -> bool:
     )
 
 
+#: Tensor types whose calls dispatch as plain tensors: a Parameter (every module
+#: weight) disables __torch_function__, so torch itself treats it as a plain tensor
+#: (issue #29). torch's ``nn.Buffer(t)`` makes a plain Tensor (Buffer is a marker
+#: class); it is listed for a torch whose Buffer instances are of that class.
 _PLAIN: Final = frozenset(
     t for t in (torch.Tensor, torch.nn.Parameter, getattr(torch.nn, "Buffer", None)) if t
 )

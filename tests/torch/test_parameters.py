@@ -6,6 +6,7 @@ torch treats it as a plain tensor for dispatch, and so does the call code.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
@@ -70,6 +71,33 @@ def test_parameter_weights_take_the_fast_path(
     x = torch.ones(3)
     weight = torch.nn.Parameter(torch.full((3,), 2.0), requires_grad=context is not None)
     site = installed_call(op)
+    with _handed_to_torch(op) as to_torch, context() if context else torch.enable_grad():
+        for _ in range(3):  # the first call fills the cache, the next take it
+            assert torch.equal(call(x, weight), torch.full((3,), 2.0))
+        assert site.cache[2] is torch.nn.Parameter  # the entry holds the weight's type
+    assert (len(calls), to_torch) == (3, [])  # the kernel ran directly, three times
+
+
+@pytest.mark.parametrize("spelling", ["object", "customop.ops", "overload"], ids=str)
+def test_module_buffers_take_the_fast_path(
+    scale: tuple[Any, list[int]], ns: str, spelling: str
+) -> None:
+    op, calls = scale
+    call = _spellings(op, ns)[spelling]
+    module = torch.nn.Module()
+    module.kept = torch.nn.Buffer(torch.full((3,), 2.0))  # torch's Buffer: a plain tensor
+    module.register_buffer("registered", torch.full((3,), 3.0))
+    with _handed_to_torch(op) as to_torch:
+        for _ in range(3):
+            assert torch.equal(call(torch.ones(3), module.kept), torch.full((3,), 2.0))
+            assert torch.equal(call(torch.ones(3), module.registered), torch.full((3,), 3.0))
+    assert (len(calls), to_torch) == (6, [])
+
+
+@contextlib.contextmanager
+def _handed_to_torch(op: Any) -> Iterator[list[int]]:
+    """A list that counts the calls the call code hands to torch's op meanwhile."""
+    site = installed_call(op)
     to_torch: list[int] = []
     real = site.mirror.torch_op
 
@@ -80,13 +108,9 @@ def test_parameter_weights_take_the_fast_path(
     # Every way the call code hands a call to torch goes through one of these two.
     site.namespace["_co_op"] = site.mirror.torch_op = spy
     try:
-        with context() if context is not None else torch.enable_grad():
-            for _ in range(3):  # the first call fills the cache, the next take it
-                assert torch.equal(call(x, weight), torch.full((3,), 2.0))
-            assert site.cache[2] is torch.nn.Parameter  # the entry holds the weight's type
+        yield to_torch
     finally:
         site.namespace["_co_op"] = site.mirror.torch_op = real
-    assert (len(calls), to_torch) == (3, [])  # the kernel ran directly, three times
 
 
 def test_a_parameter_that_needs_grad_goes_through_torch_autograd(
@@ -168,29 +192,68 @@ def test_subclasses_with_their_own_hooks_keep_torchs_path(
     assert _DispatchTensor.seen.count(f"{ns}.scale.default") == 2
 
 
-def test_compile_with_parameter_arguments_equals_plain(scale: tuple[Any, list[int]]) -> None:
+class _Model(torch.nn.Module):
+    """Linear -> op -> the op's weight: every weight an nn.Parameter, as in a real model."""
+
+    def __init__(self, op: Any) -> None:
+        super().__init__()
+        self.op = op
+        self.linear = torch.nn.Linear(3, 3)
+        self.weight = torch.nn.Parameter(torch.full((3,), 2.0))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.op(self.linear(x), self.weight)  # type: ignore[no-any-return]
+
+
+# torch.compile's default backend, as users call it: it compiles C++ (slow), and
+# importing it warns of torch.jit (torch's own code, which customop does not use).
+_INDUCTOR = pytest.param(
+    "inductor",
+    marks=[
+        pytest.mark.slow,
+        pytest.mark.filterwarnings("ignore:.*torch.jit.script_method.*:DeprecationWarning"),
+    ],
+)
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", _INDUCTOR], ids=str)
+def test_compile_with_parameter_arguments_equals_plain(
+    scale: tuple[Any, list[int]], backend: str
+) -> None:
     op, _ = scale
-
-    class Model(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.linear = torch.nn.Linear(3, 3)
-            self.weight = torch.nn.Parameter(torch.full((3,), 2.0))
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return op(self.linear(x), self.weight)
-
     torch.manual_seed(0)
-    model = Model()
+    model = _Model(op)
     x = torch.randn(4, 3)
-    torch._dynamo.reset()
-    compiled = torch.compile(model, fullgraph=True, backend="aot_eager")
-    eager = model(x)
-    assert torch.allclose(compiled(x), eager)
-    compiled(x).sum().backward()
-    compiled_grad = model.weight.grad.clone()
-    model.zero_grad()
-    eager.sum().backward()
-    assert torch.allclose(compiled_grad, model.weight.grad)
-    plain = op(model.linear(x).detach(), model.weight.detach())
-    assert torch.allclose(eager.detach(), plain)
+    # The same computation on plain tensors that require grad, in eager and compiled.
+
+    def functional(x: torch.Tensor, lw: torch.Tensor, lb: torch.Tensor, w: torch.Tensor) -> Any:
+        return op(torch.nn.functional.linear(x, lw, lb), w)
+
+    weights = [model.linear.weight, model.linear.bias, model.weight]
+    ordered = [w.detach().clone().requires_grad_() for w in weights]
+    runs: dict[str, tuple[torch.Tensor, list[torch.Tensor]]] = {}
+    for kind in ("eager-plain", "compiled-plain", "compiled-parameters"):
+        torch._dynamo.reset()
+        if kind == "compiled-parameters":
+            out = torch.compile(model, fullgraph=True, backend=backend)(x)
+            inputs = weights
+        else:
+            call = (
+                functional
+                if kind == "eager-plain"
+                else torch.compile(functional, fullgraph=True, backend=backend)
+            )
+            out = call(x, *ordered)
+            inputs = ordered
+        grads = torch.autograd.grad(out.sum(), inputs)
+        runs[kind] = (out.detach(), [g.detach() for g in grads])
+    reference_out, reference_grads = runs["eager-plain"]
+    for kind in ("compiled-plain", "compiled-parameters"):
+        out, grads = runs[kind]
+        assert torch.allclose(out, reference_out), kind
+        assert all(torch.allclose(g, r) for g, r in zip(grads, reference_grads, strict=True)), kind
+    with torch.no_grad():  # and the no-grad forward, where Parameters take the fast path
+        torch._dynamo.reset()
+        assert torch.allclose(
+            torch.compile(model, fullgraph=True, backend=backend)(x), reference_out
+        )
