@@ -243,6 +243,8 @@ SUBCLASS_PACKET = "subclass: customop.ops.benchct.f(x, w), the same x"
 SUBCLASS_OVERLOAD = "subclass: customop.ops.benchct.f.default(x, w), the same x"
 SUBCLASS_TORCH = "subclass: torch.ops.benchct.f.default(x, w), the same x"
 SUBCLASS_FLOOR = "subclass: floor, an object handing the call to torch's C callable"
+SUBCLASS_SECOND = "subclass: customop object f(t, w), w the subclass"
+SUBCLASS_SECOND_TORCH = "subclass: torch.ops.benchct.f.default(t, w), w the subclass"
 
 
 def parameter_calls() -> Timed:
@@ -307,6 +309,8 @@ def subclass_calls() -> Timed:
         SUBCLASS_OVERLOAD: (lambda: overload(sub, t), 300),
         SUBCLASS_TORCH: (lambda: default(sub, t), 300),
         SUBCLASS_FLOOR: (lambda: floor(sub, t), 300),
+        SUBCLASS_SECOND: (lambda: obj(t, sub), 300),
+        SUBCLASS_SECOND_TORCH: (lambda: default(t, sub), 300),
     }
 
 
@@ -376,7 +380,8 @@ def _report_issue_29(ns: dict[str, float]) -> None:
         f"__torch_function__ subclass {ns[SUBCLASS] / torch_op:.2f}x (object), "
         f"{ns[SUBCLASS_PACKET] / torch_op:.2f}x (customop.ops), "
         f"{ns[SUBCLASS_OVERLOAD] / torch_op:.2f}x (overload) torch.ops.ns.name.default's "
-        f"cost (<= 1.1x; the hand-over floor {ns[SUBCLASS_FLOOR] / torch_op:.2f}x)"
+        f"cost (<= 1.1x; the hand-over floor {ns[SUBCLASS_FLOOR] / torch_op:.2f}x); the "
+        f"subclass in the second argument {ns[SUBCLASS_SECOND] / ns[SUBCLASS_SECOND_TORCH]:.2f}x"
     )
     step = ns["module: customop op, training step"] / ns["module: torch custom_op, training step"]
     fwd = ns["module: customop op, forward (no_grad)"]

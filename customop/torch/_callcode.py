@@ -250,22 +250,29 @@ class TorchCall:
         return Guard(prelude, tuple(self._asks()), run, f"return _co_torch({call_args})", miss)
 
     def _subclass_handover(self, call_args: str) -> tuple[str, ...]:
-        """A call whose first Tensor argument is a tensor subclass (one with a
-        ``__torch_function__`` or ``__torch_dispatch__`` of its own) goes to torch's
-        op at once, in the generated code: no slow-path frame and no customop checks
-        in front of torch's full path, which checks it (issue #29). Not for a call
-        that binding must explain (surplus, unknown or missing arguments), one under
-        customop's own local keys, or one after the op left torch."""
+        """A call where a Tensor argument is a tensor subclass (one with a
+        ``__torch_function__`` or ``__torch_dispatch__`` of its own) and every other
+        is a torch tensor goes to torch's op at once, in the generated code: no
+        slow-path frame and no customop checks in front of torch's full path, which
+        checks it (issue #29). Not for a call that binding must explain (surplus,
+        unknown or missing arguments), one under customop's own local keys, or one
+        after the op left torch. (A subclass only in a ``Tensor?`` or ``Tensor[]``
+        argument reaches the slow path, which hands it to torch one frame later.)"""
         if self.plain.call_code is None or self.lead is None:
             return ()
-        lead = self.names[self.lead]
+        tensors = [self.names[i] for i, kind in self.tensors if kind == "tensor"]
+        plain = " and ".join(f"_co_type({name}) in _co_plain" for name in tensors)
         tests = [
-            f"_co_type({lead}) not in _co_plain",
-            f"_co_isinstance({lead}, _co_tensor)",
+            # First what fails fast for the plain tensors that missed the cache.
+            f"not ({plain})" if len(tensors) > 1 else f"not {plain}",
+            *(f"_co_isinstance({name}, _co_tensor)" for name in tensors),  # not MISSING
             "not _co_extra",
             "not _co_unknown",
-            # (the lead, a tensor, is not MISSING)
-            *(f"{self.names[i]} is not _co_missing" for i in self.required if i != self.lead),
+            *(
+                f"{self.names[i]} is not _co_missing"
+                for i in self.required
+                if self.names[i] not in tensors
+            ),
             "_co_local() is _co_default_local",
             "not _co_site.closed",
         ]

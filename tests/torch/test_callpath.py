@@ -96,9 +96,10 @@ def test_subclass_goes_through_torch(counted: tuple[Any, list[int]], ns: str) ->
     assert len(calls) == 1
 
 
+@pytest.mark.parametrize("where", ["first", "second", "both"], ids=str)
 @pytest.mark.parametrize("spelling", ["object", "customop.ops", "overload"], ids=str)
 def test_a_subclass_call_is_handed_to_torch_in_the_generated_code(
-    ns: str, track: list[Any], monkeypatch: pytest.MonkeyPatch, spelling: str
+    ns: str, track: list[Any], monkeypatch: pytest.MonkeyPatch, spelling: str, where: str
 ) -> None:
     """Issue #29: nothing in front of torch's op, not even the slow path's frame."""
     calls: list[int] = []
@@ -120,9 +121,14 @@ def test_a_subclass_call_is_handed_to_torch_in_the_generated_code(
 
     monkeypatch.setattr(code, "slow", no_slow_path)
     FunctionTensor.seen.clear()
-    x = torch.ones(2).as_subclass(FunctionTensor)
+    sub = torch.ones(2).as_subclass(FunctionTensor)
+    args = {
+        "first": (sub, torch.ones(2)),
+        "second": (torch.ones(2), sub),
+        "both": (sub, sub),
+    }[where]
     for _ in range(2):
-        out = call(x, torch.ones(2))
+        out = call(*args)
         assert type(out) is FunctionTensor
         assert torch.equal(out.as_subclass(torch.Tensor), torch.full((2,), 2.0))
     assert sum(f"{ns}.add" in name for name in FunctionTensor.seen) == 2
