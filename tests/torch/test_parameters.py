@@ -96,21 +96,35 @@ def test_module_buffers_take_the_fast_path(
 
 @contextlib.contextmanager
 def _handed_to_torch(op: Any) -> Iterator[list[int]]:
-    """A list that counts the calls the call code hands to torch's op meanwhile."""
+    """A list that counts the calls any spelling of ``op`` hands to torch's op meanwhile."""
     site = installed_call(op)
+    mirror = site.mirror  # one per op: every spelling's call code hands calls to it
     to_torch: list[int] = []
-    real = site.mirror.torch_op
+    entry, overload, dynamo = mirror.torch_entry, mirror.torch_op, site.namespace["_co_op"]
 
-    def spy(*args: Any, **kwargs: Any) -> Any:
-        to_torch.append(1)
-        return real(*args, **kwargs)
+    def counted(real: Any) -> Any:
+        def spy(*args: Any, **kwargs: Any) -> Any:
+            to_torch.append(1)
+            return real(*args, **kwargs)
 
-    # Every way the call code hands a call to torch goes through one of these two.
-    site.namespace["_co_op"] = site.mirror.torch_op = spy
+        return spy
+
+    # In eager, calls reach torch through the entry; under Dynamo through _co_op.
+    mirror.torch_entry, mirror.torch_op = counted(entry), counted(overload)
+    site.namespace["_co_op"] = counted(dynamo)
     try:
         yield to_torch
     finally:
-        site.namespace["_co_op"] = site.mirror.torch_op = real
+        mirror.torch_entry, mirror.torch_op, site.namespace["_co_op"] = entry, overload, dynamo
+
+
+def test_the_hand_over_count_sees_calls_torch_runs(scale: tuple[Any, list[int]], ns: str) -> None:
+    op, _ = scale
+    sub = torch.ones(3).as_subclass(FunctionTensor)
+    for call in _spellings(op, ns).values():
+        with torch.no_grad(), _handed_to_torch(op) as to_torch:
+            call(sub, torch.ones(3))
+        assert to_torch == [1]  # a subclass's call: handed to torch, and counted
 
 
 def test_a_parameter_that_needs_grad_goes_through_torch_autograd(
@@ -144,11 +158,16 @@ def test_tensor_list_and_optional_arguments_holding_parameters(ns: str, track: l
     weight = torch.nn.Parameter(torch.ones(2))
     bias = torch.nn.Parameter(torch.ones(2))
     plain = torch.ones(2)
-    with torch.no_grad():
-        for _ in range(3):
+    packet = getattr(customop.ops, ns).total
+    with torch.no_grad(), _handed_to_torch(total) as to_torch:
+        for _ in range(3):  # the first call fills the cache, the next take it
             assert torch.equal(total([plain, weight], bias), torch.full((2,), 3.0))
-            assert torch.equal(getattr(customop.ops, ns).total([weight], None), torch.ones(2))
-    assert len(calls) == 6
+            assert torch.equal(total([weight, weight], None), torch.full((2,), 2.0))
+    with torch.no_grad(), _handed_to_torch(packet) as packet_to_torch:
+        for _ in range(3):
+            assert torch.equal(packet([weight], None), torch.ones(2))
+            assert torch.equal(packet.default([weight], bias), torch.full((2,), 2.0))
+    assert (len(calls), to_torch, packet_to_torch) == (12, [], [])  # all ran directly
     with _Ops() as mode:  # no fast path under a dispatch mode: torch sees the op
         total([plain, weight], bias)
     assert f"{ns}.total.default" in mode.seen
