@@ -47,6 +47,15 @@ def _spellings(op: Any, ns: str) -> dict[str, Callable[..., Any]]:
     }
 
 
+@pytest.fixture(params=["object", "customop.ops", "overload"], ids=str)
+def spelled(
+    request: pytest.FixtureRequest, scale: tuple[Any, list[int]], ns: str
+) -> tuple[Any, Callable[..., Any], list[int]]:
+    """``(op, call, kernel calls)``: the scale op, called through one spelling."""
+    op, calls = scale
+    return op, _spellings(op, ns)[request.param], calls
+
+
 class _Ops(TorchDispatchMode):
     def __init__(self) -> None:
         super().__init__()
@@ -57,17 +66,15 @@ class _Ops(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
-@pytest.mark.parametrize("spelling", ["object", "customop.ops", "overload"], ids=str)
 @pytest.mark.parametrize(
     "context",
     [torch.no_grad, torch.inference_mode, None],
     ids=["no_grad", "inference_mode", "grad-mode-frozen-weight"],
 )
 def test_parameter_weights_take_the_fast_path(
-    scale: tuple[Any, list[int]], ns: str, spelling: str, context: Any
+    spelled: tuple[Any, Callable[..., Any], list[int]], context: Any
 ) -> None:
-    op, calls = scale
-    call = _spellings(op, ns)[spelling]
+    op, call, calls = spelled
     x = torch.ones(3)
     weight = torch.nn.Parameter(torch.full((3,), 2.0), requires_grad=context is not None)
     site = installed_call(op)
@@ -78,12 +85,10 @@ def test_parameter_weights_take_the_fast_path(
     assert (len(calls), to_torch) == (3, [])  # the kernel ran directly, three times
 
 
-@pytest.mark.parametrize("spelling", ["object", "customop.ops", "overload"], ids=str)
 def test_module_buffers_take_the_fast_path(
-    scale: tuple[Any, list[int]], ns: str, spelling: str
+    spelled: tuple[Any, Callable[..., Any], list[int]],
 ) -> None:
-    op, calls = scale
-    call = _spellings(op, ns)[spelling]
+    op, call, calls = spelled
     module = torch.nn.Module()
     module.kept = torch.nn.Buffer(torch.full((3,), 2.0))  # torch's Buffer: a plain tensor
     module.register_buffer("registered", torch.full((3,), 3.0))
@@ -191,12 +196,10 @@ class _DispatchTensor(torch.Tensor):
         return func(*unwrap, **(kwargs or {}))
 
 
-@pytest.mark.parametrize("spelling", ["object", "customop.ops", "overload"], ids=str)
 def test_subclasses_with_their_own_hooks_keep_torchs_path(
-    scale: tuple[Any, list[int]], ns: str, spelling: str
+    spelled: tuple[Any, Callable[..., Any], list[int]], ns: str
 ) -> None:
-    op, _ = scale
-    call = _spellings(op, ns)[spelling]
+    _, call, _ = spelled
     plain = torch.full((3,), 2.0)
     FunctionTensor.seen.clear()
     function_tensor = torch.ones(3).as_subclass(FunctionTensor)
