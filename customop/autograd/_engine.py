@@ -39,7 +39,7 @@ from customop.autograd._tape import (
 from customop.autograd._tracked import NUMPY_ARRAY, Tracked, TrackedArray, made_by, unwrap, wrap
 from customop.dispatch import DispatchKey, DispatchKeySet, OperatorHandle, below, keyset_from_bits
 from customop.exceptions import AutogradError
-from customop.tensor import ArrayAdapter, Device, FakeTensor, numpy_empty
+from customop.tensor import ArrayAdapter, Device, FakeTensor, numpy_empty, torch_tracks
 
 if TYPE_CHECKING:
     from customop.autograd._formula import AutogradFormula
@@ -239,7 +239,7 @@ def _refuse_torch_grad(
     instead of the formula, so the gradient could be wrong, or silently missing.
     """
     for name, value in _tensor_arguments(positions, args, kwargs):
-        if _torch_tracks(value):
+        if torch_tracks(value):
             raise AutogradError(
                 f"{str(op.name)!r}: argument {name!r} is a torch tensor that requires grad "
                 f"({_describe(value)}), and the op has an autograd formula, but the op is "
@@ -263,10 +263,6 @@ def _tensor_arguments(
         else:
             found.append((name, value))
     return found
-
-
-def _torch_tracks(value: Any) -> bool:
-    return getattr(value, "requires_grad", False) is True and hasattr(value, "grad_fn")
 
 
 def _describe(value: Any) -> str:

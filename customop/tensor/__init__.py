@@ -62,6 +62,7 @@ from customop.tensor._ctx import get_ctx as get_ctx
 from customop.tensor._dtype import DTYPES as DTYPES
 from customop.tensor._dtype import to_dtype as to_dtype
 from customop.tensor._fake_layout import dense_like as dense_like
+from customop.tensor._lazy import torch_tracks as torch_tracks
 from customop.tensor._fake_layout import real_strides as real_strides
 from customop.tensor._fake_layout import significant_mismatch as significant_mismatch
 from customop.tensor._factory import PLAIN_FAKE_FACTORIES as PLAIN_FAKE_FACTORIES
@@ -82,6 +83,7 @@ __internal__ = (
     "real_strides",
     "significant_mismatch",
     "to_dtype",
+    "torch_tracks",
 )
 
 __all__ = [  # noqa: RUF022 -- plain sorted() order, which tests/test_public_api.py checks

@@ -35,7 +35,7 @@ from customop.tensor._backends import ArrayAdapter, add_adapter, device_keys_fn
 from customop.tensor._device import Device
 from customop.tensor._dtype import dtype
 
-__all__ = ["CUPY_NAMES", "TORCH_NAME", "install_lazy"]
+__all__ = ["CUPY_NAMES", "TORCH_NAME", "install_lazy", "torch_tracks"]
 
 TORCH_NAME: Final = "torch.Tensor"
 #: cupy.ndarray's qualified name: the class lives in cupy._core.core (cupy.core.core before v10).
@@ -58,8 +58,7 @@ def _torch_keys(dispatcher: Dispatcher) -> Callable[[Any], DispatchKeySet]:
 
     def keys(tensor: Any) -> DispatchKeySet:
         found = device_keys(tensor)
-        # `is True`: stand-ins for tensors (and torch's meta objects) may lack the flag.
-        if getattr(tensor, "requires_grad", False) is True and _grad_enabled():
+        if torch_tracks(tensor):
             with_formula = tracked.get(found)
             if with_formula is None:
                 with_formula = tracked[found] = found | DispatchKey.AutogradOther
@@ -73,9 +72,17 @@ def _torch_device_type(tensor: Any) -> str:
     return str(tensor.device.type)
 
 
-def _grad_enabled() -> bool:
-    # A torch tensor asked for this, so torch is imported.
-    return bool(sys.modules["torch"].is_grad_enabled())
+def torch_tracks(value: Any) -> bool:
+    """Whether torch's autograd tracks ``value``: it requires grad, and grad mode is on.
+
+    What gives a torch tensor the formula key, and what the formula kernel
+    refuses (`customop.autograd`): one test for both.
+    """
+    # `is True`: stand-ins for tensors (and torch's meta objects) may lack the flag.
+    if getattr(value, "requires_grad", False) is not True:
+        return False
+    torch = sys.modules.get("torch")  # imported, when a torch tensor is here
+    return torch is not None and bool(torch.is_grad_enabled())
 
 
 def _cupy_device(array: Any) -> Device:

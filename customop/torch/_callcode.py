@@ -156,9 +156,6 @@ class TorchCall:
         self.required = tuple(i for i, arg in enumerate(arguments) if arg.default is None)
         #: (index, kind) of the tensor arguments: "tensor", "optional" or a list kind.
         self.tensors = tuple(self.schema.tensor_argument_positions)
-        #: The first plain Tensor argument (not optional, not a list), if any: a subclass
-        #: there sends the call to torch at once.
-        self.lead = next((i for i, kind in self.tensors if kind == "tensor"), None)
         self.lists = code.lists if code is not None else ()
         self.fast = code is not None and code.fast and bool(self.tensors)
         #: The cache entry holds the argument types as one tuple (else one slot each).
@@ -258,9 +255,9 @@ class TorchCall:
         unknown or missing arguments), one under customop's own local keys, or one
         after the op left torch. (A subclass only in a ``Tensor?`` or ``Tensor[]``
         argument reaches the slow path, which hands it to torch one frame later.)"""
-        if self.plain.call_code is None or self.lead is None:
-            return ()
         tensors = [self.names[i] for i, kind in self.tensors if kind == "tensor"]
+        if self.plain.call_code is None or not tensors:
+            return ()
         plain = " and ".join(f"_co_type({name}) in _co_plain" for name in tensors)
         tests = [
             # First what fails fast for the plain tensors that missed the cache.
