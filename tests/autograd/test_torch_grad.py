@@ -95,15 +95,29 @@ def test_an_op_without_a_formula_is_differentiated_by_torch(dispatcher: Dispatch
     assert torch.equal(grad, torch.full((3,), 2.0))
 
 
-def test_registered_in_torch_the_formula_gives_the_gradient(dispatcher: Dispatcher) -> None:
+@pytest.mark.parametrize("order", ["formula-then-register", "register-then-formula"], ids=str)
+def test_registered_in_torch_the_formula_gives_the_gradient(
+    dispatcher: Dispatcher, order: str
+) -> None:
     bridge = pytest.importorskip("customop.torch")
-    round_ = _round(dispatcher)
-    handle = bridge.register(round_)
+
+    @custom_op("tg::round", mutates_args=(), dispatcher=dispatcher)
+    def round_(x: torch.Tensor) -> torch.Tensor:
+        return torch.round(x)
+
+    if order == "register-then-formula":
+        handle = bridge.register(round_)
+        round_.register_autograd(lambda ctx, grad: grad)
+    else:
+        round_.register_autograd(lambda ctx, grad: grad)
+        handle = bridge.register(round_)
+    x = torch.tensor([0.2, 1.7, 2.4], requires_grad=True)
     try:
-        x = torch.tensor([0.2, 1.7, 2.4], requires_grad=True)
         out = round_(x)
         (grad,) = torch.autograd.grad(out.sum(), x)
     finally:
         handle.remove()
     assert torch.equal(out.detach(), torch.tensor([0.0, 2.0, 2.0]))
     assert torch.equal(grad, torch.ones(3))  # the straight-through formula, not torch's zeros
+    with pytest.raises(AutogradError, match=rf"'tg::round': argument 'x' .*{_FIX}"):
+        round_(x)  # out of torch again: refused, not the body's zeros
